@@ -1,0 +1,39 @@
+"""pairwatch: make JSON-RPC 2.0 response pairing visible.
+
+One line instruments a client::
+
+    import pairwatch
+    pairwatch.instrument(client)                         # a known library's client
+    pairwatch.instrument(obj, send="write", receive="read")  # any object
+
+Each batch the client sends is mirrored in a shadow pending table; every response is paired
+by id, and the ``batch.*`` metrics and one span per request id go to the OpenTelemetry
+providers (the global ones unless given).  The client sends and receives exactly what it
+would without pairwatch, and nothing pairwatch does raises into it.
+
+For clients no integration covers, feed a channel by hand::
+
+    channel = pairwatch.open_channel(transport="websocket")
+    channel.sent(request_bytes)
+    channel.received(reply_bytes)
+    channel.close("stream_end")
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from pairwatch import diagnosis
+from pairwatch.api import instrument, is_instrumented, uninstrument
+from pairwatch.channel import Channel, Options, open_channel
+
+__all__ = [
+    "Channel",
+    "Options",
+    "__version__",
+    "diagnosis",
+    "instrument",
+    "is_instrumented",
+    "open_channel",
+    "uninstrument",
+]

@@ -1,0 +1,106 @@
+"""``instrument`` and ``uninstrument``: the one line a user writes.
+
+``instrument`` finds the integration for the client's library (or uses the generic one when
+method names are given), installs its wrappers in place and returns the same object, so it
+can wrap an expression: ``client = pairwatch.instrument(httpx.Client())``.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any, TypeVar
+
+from opentelemetry import metrics, trace
+
+from pairwatch.channel import Options
+from pairwatch.integrations import REGISTRY, Handle
+from pairwatch.integrations import generic as _generic
+
+T = TypeVar("T")
+
+_handles: dict[int, tuple[object, Handle]] = {}
+_lock = threading.Lock()
+
+_OPTION_NAMES = frozenset(Options.__dataclass_fields__)
+
+
+def _options(
+    meter_provider: metrics.MeterProvider | None,
+    tracer_provider: trace.TracerProvider | None,
+    timeout: float,
+    options: dict[str, Any],
+) -> Options:
+    unknown = set(options) - _OPTION_NAMES
+    if unknown:
+        raise TypeError(f"unknown pairwatch option(s): {', '.join(sorted(unknown))}")
+    return Options(
+        meter_provider=meter_provider, tracer_provider=tracer_provider, timeout=timeout, **options
+    )
+
+
+def instrument(
+    client: T,
+    *,
+    meter_provider: metrics.MeterProvider | None = None,
+    tracer_provider: trace.TracerProvider | None = None,
+    timeout: float = 30.0,
+    send: str | None = None,
+    receive: str | None = None,
+    close: str | None = None,
+    **options: Any,
+) -> T:
+    """Instrument ``client`` in place and return it.
+
+    Providers default to the global ones.  ``timeout`` closes batches whose responses are
+    overdue (they count as missing).  ``send``/``receive``/``close`` select the generic
+    integration for objects no built-in integration knows.  Other keyword options are
+    :class:`pairwatch.Options` fields (``spans=False``, ``max_pending_ids=...``,
+    ``repair=True`` where the integration supports it).
+
+    Instrumenting twice is a no-op with a warning.  An object nobody knows how to instrument
+    raises ``TypeError`` here, at set-up, never later inside the client.
+    """
+    opts = _options(meter_provider, tracer_provider, timeout, options)
+    with _lock:
+        if id(client) in _handles and _handles[id(client)][0] is client:
+            warnings.warn(
+                f"{type(client).__name__} is already instrumented by pairwatch", stacklevel=2
+            )
+            return client
+        if send is not None or receive is not None:
+            handle: Handle = _generic.install(client, opts, send=send, receive=receive, close=close)
+        else:
+            found = next((i for i in REGISTRY if _detects(i.detect, client)), None)
+            if found is None:
+                raise TypeError(
+                    f"pairwatch does not know {type(client).__module__}."
+                    f"{type(client).__qualname__}; name its methods: "
+                    "instrument(obj, send='...', receive='...')"
+                )
+            handle = found.install(client, opts)
+        _handles[id(client)] = (client, handle)
+    return client
+
+
+def _detects(detect: Any, client: object) -> bool:
+    try:
+        return bool(detect(client))
+    except Exception:
+        return False
+
+
+def uninstrument(client: T) -> T:
+    """Restore the client's original methods; pending requests close as missing."""
+    with _lock:
+        entry = _handles.pop(id(client), None)
+    if entry is None or entry[0] is not client:
+        warnings.warn(f"{type(client).__name__} is not instrumented by pairwatch", stacklevel=2)
+        return client
+    entry[1].uninstall()
+    return client
+
+
+def is_instrumented(client: object) -> bool:
+    entry = _handles.get(id(client))
+    return entry is not None and entry[0] is client

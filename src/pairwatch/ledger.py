@@ -1,0 +1,385 @@
+"""The shadow pending table: the books one channel keeps of what was sent and what came back.
+
+A *channel* is whatever responses come back on (one HTTP exchange, one stream, one session).
+The ledger mirrors the pending table a correct client would keep, pairs every response by id,
+and closes batches when they are complete, when their body or stream ends, at their timeout,
+or when a cap evicts them.  Each closed batch is handed to a sink with its exact tallies.
+
+Pure Python on purpose: no I/O, no OpenTelemetry, an injected clock.  Every rule of the
+pairing contract can therefore be driven deterministically by tests, and the same books serve
+the live path and the offline audit.
+
+Two modes cover every transport:
+
+* ``bound`` (HTTP exchanges): each reply belongs to the batch sent on the same exchange, so
+  stray responses, count mismatches and replies to notification-only batches are attributed
+  to that batch even after it closed.
+* stream (sessions, websockets, stdio): responses pair across every open batch of the channel;
+  an unknown id is attributed to the batch its sibling responses in the same array paired with.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from pairwatch import diagnosis
+from pairwatch.records import Batch, Call, Tally
+from pairwatch.wire import CALL_KINDS, RESPONSE_KINDS, IdKey, IdState, Kind, Payload
+
+__all__ = ["Ledger", "LedgerSink", "Limits"]
+
+
+class LedgerSink(Protocol):
+    """Where closed batches and unattributed responses go (telemetry, audit, tests)."""
+
+    def batch_closed(self, batch: Batch) -> None: ...
+
+    def stray(self, batch: Batch | None, tally: Tally) -> None: ...
+
+
+class Limits:
+    """Caps that keep memory bounded; what they evict is counted as missing, never leaked."""
+
+    __slots__ = ("max_open_batches", "max_pending_ids", "timeout")
+
+    def __init__(
+        self, timeout: float = 30.0, max_open_batches: int = 1024, max_pending_ids: int = 65536
+    ) -> None:
+        self.timeout = timeout
+        self.max_open_batches = max_open_batches
+        self.max_pending_ids = max_pending_ids
+
+
+class Ledger:
+    """One channel's books.  Thread-safe: every public method takes the channel's lock."""
+
+    __slots__ = (
+        "_bound",
+        "_clock",
+        "_inbound",
+        "_last",
+        "_lock",
+        "_open",
+        "_pending",
+        "_pending_count",
+        "_seq",
+        "auto_close",
+        "limits",
+        "sink",
+    )
+
+    def __init__(
+        self,
+        sink: LedgerSink,
+        *,
+        clock: Callable[[], float],
+        limits: Limits | None = None,
+        bound: bool = False,
+        auto_close: bool | None = None,
+    ) -> None:
+        self.sink = sink
+        self.limits = limits or Limits()
+        self._clock = clock
+        self._bound = bound
+        # A bound exchange closes at body end so that late extras still count against it.
+        self.auto_close = (not bound) if auto_close is None else auto_close
+        self._lock = threading.Lock()
+        self._open: dict[int, Batch] = {}
+        self._pending: dict[IdKey, Call | list[Call]] = {}
+        self._pending_count = 0
+        self._inbound: dict[IdKey, int] = {}  # server-initiated requests awaiting our answer
+        self._seq = 0
+        self._last: Batch | None = None
+
+    # ------------------------------------------------------------------ sending
+    def sent(self, payload: Payload, context: object = None) -> Batch | None:
+        """Register a payload the client wrote; return the batch it opened, if any."""
+        closed: list[Batch] = []
+        with self._lock:
+            now = self._clock()
+            self._expire(now, closed)
+            batch = self._register(payload, now, context, closed)
+        self._emit(closed)
+        return batch
+
+    def _register(
+        self, payload: Payload, now: float, context: object, closed: list[Batch]
+    ) -> Batch | None:
+        calls: list[Call] = []
+        notifications = 0
+        invalid: dict[str, int] | None = None
+        for msg in payload.messages:
+            kind = msg.kind
+            if kind is Kind.RESPONSE_INVALID and msg.problem == "no_result_or_error":
+                # An id but no method: a request that lost its method.  The caller still
+                # awaits that id, so it is registered (and will likely close as missing).
+                invalid = invalid or {}
+                invalid["no_method"] = invalid.get("no_method", 0) + 1
+                if msg.id_state is IdState.VALID:
+                    calls.append(Call(msg.key, None, len(calls), now))
+                continue
+            if kind in RESPONSE_KINDS:
+                # The client answering a server-initiated request: pair in the inbound table.
+                if msg.key is not None and self._inbound.get(msg.key):
+                    left = self._inbound[msg.key] - 1
+                    if left:
+                        self._inbound[msg.key] = left
+                    else:
+                        del self._inbound[msg.key]
+                continue
+            reason = msg.problem
+            if kind is Kind.NOTIFICATION:
+                notifications += 1
+            elif kind is Kind.REQUEST:
+                calls.append(Call(msg.key, msg.method, len(calls), now))
+                if msg.id_state is IdState.NULL:
+                    reason = reason or "null_id"
+                elif type(msg.key) is float:
+                    reason = reason or "fractional_id"
+            elif kind is Kind.INVALID:
+                reason = reason or "not_jsonrpc"
+            if reason is not None:
+                invalid = invalid or {}
+                invalid[reason] = invalid.get(reason, 0) + 1
+        if not payload.is_batch and not calls and not notifications and invalid is None:
+            return None  # only answers to the server: nothing of ours to track
+        self._seq += 1
+        batch = Batch(self._seq, payload.is_batch, len(payload.messages), calls, now, context)
+        batch.notifications = notifications
+        batch.invalid_requests = invalid
+        batch.deadline = now + self.limits.timeout
+        self._last = batch
+        if not calls:
+            batch.expected_nothing = True
+            self._finish(batch, "no_response_expected", closed)
+            return batch
+        self._make_room(len(calls), closed)
+        pending = self._pending
+        for call in calls:
+            key = call.key
+            if key is None:
+                continue  # null or unusable id: can never pair, closes as missing
+            call.batch = batch
+            prior = pending.get(key)
+            if prior is None:
+                pending[key] = call
+            else:
+                call.duplicate = True
+                first = prior if isinstance(prior, Call) else prior[0]
+                if first.batch is batch:
+                    batch.duplicates_in += 1
+                else:
+                    batch.duplicates_cross += 1
+                if isinstance(prior, Call):
+                    pending[key] = [prior, call]
+                else:
+                    prior.append(call)
+            self._pending_count += 1
+        self._open[batch.seq] = batch
+        return batch
+
+    def _make_room(self, incoming: int, closed: list[Batch]) -> None:
+        limits = self.limits
+        while self._open and (
+            len(self._open) >= limits.max_open_batches
+            or self._pending_count + incoming > limits.max_pending_ids
+        ):
+            oldest = next(iter(self._open.values()))
+            self._finish(oldest, "evicted", closed)
+
+    # ---------------------------------------------------------------- receiving
+    def received(self, payload: Payload) -> None:
+        """Pair every response in a payload the client read."""
+        closed: list[Batch] = []
+        with self._lock:
+            now = self._clock()
+            self._pair(payload, now, closed)
+            self._expire(now, closed)
+        self._emit(closed)
+
+    def _pair(self, payload: Payload, now: float, closed: list[Batch]) -> None:
+        target = self._last if self._bound else None
+        tally = Tally()
+        if payload.unparseable is not None:
+            if payload.unparseable != "empty":
+                tally.add_invalid("unparseable")
+            elif target is None or not target.expected_nothing:
+                return
+        elif payload.empty_batch and (target is None or not target.expected_nothing):
+            tally.add_violation("empty_array_reply")
+        if target is not None and payload.unparseable is None:
+            if target.is_batch and not payload.is_batch and not target.expected_nothing:
+                tally.add_violation("single_reply_to_batch")
+            elif payload.is_batch and not target.is_batch:
+                tally.add_violation("batch_reply_to_single")
+        if (
+            target is not None
+            and target.expected_nothing
+            and (payload.messages or payload.empty_batch)
+        ):
+            tally.add_violation(
+                "reply_to_empty_batch" if target.size == 0 else "reply_to_notifications"
+            )
+        pending = self._pending
+        touched: Batch | None = None
+        done: list[Batch] = []
+        for msg in payload.messages:
+            kind = msg.kind
+            if kind in CALL_KINDS:
+                # Server-initiated: never a response, never unknown.  Remember requests so the
+                # client's answers pair in their own table.
+                if kind is Kind.REQUEST and msg.key is not None:
+                    self._inbound[msg.key] = self._inbound.get(msg.key, 0) + 1
+                continue
+            if kind is Kind.INVALID:
+                tally.add_invalid(msg.problem or "not_jsonrpc")
+                continue
+            if msg.problem is not None:
+                tally.add_invalid(msg.problem)
+            state = msg.id_state
+            if state is IdState.NULL or state is IdState.ABSENT:
+                tally.null += 1
+                continue
+            key = msg.key
+            entry = pending.get(key) if key is not None else None
+            if entry is None:
+                tally.unknown += 1
+                if key is not None and len(tally.unknown_keys) < 16:
+                    tally.unknown_keys.append(key)
+                continue
+            if isinstance(entry, Call):
+                call = entry
+                del pending[key]  # type: ignore[arg-type]
+            else:
+                call = entry.pop(0)
+                if len(entry) == 1:
+                    pending[key] = entry[0]  # type: ignore[index]
+            self._pending_count -= 1
+            batch = call.batch
+            assert batch is not None
+            call.received_at = now
+            call.error_code = msg.error_code
+            call.outcome = "paired"
+            if msg.problem is not None:
+                call.invalid = True
+            batch.paired += 1
+            batch.responses += 1
+            if call.index < batch.high_index:
+                batch.out_of_order = True
+            else:
+                batch.high_index = call.index
+            touched = batch
+            if batch.paired == len(batch.calls):
+                done.append(batch)  # closed after the loop: strays in this payload belong here
+        if target is None:
+            target = touched or self._oldest_array_batch(payload)
+        if target is not None and target.open:
+            target.absorb(tally)
+        elif not tally.empty:
+            self.sink_stray(target, tally)
+        if self.auto_close:
+            for batch in done:
+                self._finish(batch, "complete", closed)
+
+    def _oldest_array_batch(self, payload: Payload) -> Batch | None:
+        if not payload.is_batch:
+            return None
+        for batch in self._open.values():
+            if batch.is_batch:
+                return batch
+        return None
+
+    def sink_stray(self, batch: Batch | None, tally: Tally) -> None:
+        """Hand over responses that no open batch can absorb (late, or on a bare stream)."""
+        if batch is not None:
+            batch.late_unknown += tally.unknown
+        self.sink.stray(batch, tally)
+
+    # ------------------------------------------------------------------ closing
+    def close(self, reason: str = "closed") -> None:
+        """Close every open batch of the channel (body end, stream end, stream dropped...)."""
+        closed: list[Batch] = []
+        with self._lock:
+            for batch in list(self._open.values()):
+                self._finish(batch, reason, closed)
+        self._emit(closed)
+
+    def expire(self) -> None:
+        """Close batches whose timeout passed; called by the sweeper and on every event."""
+        closed: list[Batch] = []
+        with self._lock:
+            self._expire(self._clock(), closed)
+        self._emit(closed)
+
+    @property
+    def open_batches(self) -> int:
+        return len(self._open)
+
+    @property
+    def pending_ids(self) -> int:
+        return self._pending_count
+
+    def _expire(self, now: float, closed: list[Batch]) -> None:
+        if not self._open:
+            return
+        for batch in list(self._open.values()):
+            if batch.deadline > now:
+                break  # batches open in send order and share one timeout
+            self._finish(batch, "timeout", closed)
+
+    def _finish(self, batch: Batch, reason: str, closed: list[Batch]) -> None:
+        if not batch.open:
+            return
+        batch.open = False
+        batch.close_reason = reason
+        batch.closed_at = self._clock()
+        self._open.pop(batch.seq, None)
+        pending = self._pending
+        missing_keys: list[IdKey] = []
+        for call in batch.calls:
+            if call.outcome is not None:
+                continue
+            call.outcome = "missing"
+            batch.missing += 1
+            key = call.key
+            if key is None:
+                continue
+            missing_keys.append(key)
+            entry = pending.get(key)
+            if entry is call:
+                del pending[key]
+                self._pending_count -= 1
+            elif isinstance(entry, list) and call in entry:
+                entry.remove(call)
+                self._pending_count -= 1
+                if len(entry) == 1:
+                    pending[key] = entry[0]
+                elif not entry:
+                    del pending[key]
+        mismatch = False
+        if not batch.expected_nothing:
+            mismatch = batch.responses + batch.unknown != len(batch.calls)
+        batch.count_mismatch = mismatch
+        type_mismatch = bool(batch.unknown_keys and missing_keys) and _type_changed(
+            batch.unknown_keys, missing_keys
+        )
+        batch.diagnosis = diagnosis.diagnose(
+            unknown=batch.unknown,
+            missing=batch.missing,
+            null=batch.null,
+            duplicates=batch.duplicates_in + batch.duplicates_cross,
+            type_mismatch=type_mismatch,
+        )
+        closed.append(batch)
+
+    def _emit(self, closed: list[Batch]) -> None:
+        for batch in closed:
+            self.sink.batch_closed(batch)
+
+
+def _type_changed(unknown: list[IdKey], missing: list[IdKey]) -> bool:
+    """True when an unknown id is a missing id written as another JSON type ("0" for 0)."""
+    wanted = {str(k) for k in missing}
+    return any(str(k) in wanted for k in unknown)

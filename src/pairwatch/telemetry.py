@@ -1,0 +1,378 @@
+"""Every metric and span name pairwatch emits, and the only module that talks to OpenTelemetry.
+
+The ledger hands over closed batches; this module turns each into at most one add per counter
+(only the counters that moved), one ``batch.size`` record, the pair latencies and, when a
+recording tracer is configured, one span per batch with a child per request id.  Spans are
+made at close with the recorded timestamps, so nothing here runs while a request is in flight.
+
+Attribute sets are built once per channel label set and reused: building dicts per call would
+cost more than the counting itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Final
+
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from pairwatch.records import Batch, Call, Tally
+
+Attrs = Mapping[str, str]
+
+# Semantic-convention attribute names (opentelemetry.semconv._incubating): kept as literals
+# so that an incubating module moving does not break import; a test pins them.
+RPC_SYSTEM_NAME: Final = "rpc.system.name"
+RPC_METHOD: Final = "rpc.method"
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+SERVER_ADDRESS: Final = "server.address"
+TRANSPORT: Final = "pairwatch.transport"
+INTEGRATION: Final = "pairwatch.integration"
+IS_BATCH: Final = "jsonrpc.batch"
+DIAGNOSIS: Final = "pairwatch.diagnosis"
+CLOSE_REASON: Final = "pairwatch.close_reason"
+REASON: Final = "pairwatch.reason"
+DUPLICATE_SCOPE: Final = "pairwatch.duplicate_scope"
+ERROR_KIND: Final = "pairwatch.error_kind"
+OUTCOME: Final = "pairwatch.outcome"
+
+OTHER_METHOD: Final = "_OTHER"
+SCOPE: Final = "pairwatch"
+
+# RPC latencies: from a loopback millisecond to a 30 s timeout.
+LATENCY_BUCKETS: Final = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
+SIZE_BUCKETS: Final = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000)
+
+
+class MethodLimiter:
+    """Caps the distinct ``rpc.method`` values per process; the rest become ``_OTHER``.
+
+    A server can send, or a client can call, arbitrarily many method names; unbounded label
+    values would grow every metric backend without limit.
+    """
+
+    def __init__(self, cap: int = 32) -> None:
+        self.cap = cap
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, method: str | None) -> str:
+        if method is None:
+            return OTHER_METHOD
+        if method in self._seen:
+            return method
+        with self._lock:
+            if len(self._seen) < self.cap:
+                self._seen.add(method)
+                return method
+        return OTHER_METHOD
+
+
+class Labels:
+    """The attribute sets of one kind of channel, built once and reused for every batch."""
+
+    __slots__ = ("base", "by_batch", "method_attrs")
+
+    def __init__(self, transport: str, integration: str, server_address: str | None) -> None:
+        base: dict[str, str] = {
+            RPC_SYSTEM_NAME: "jsonrpc",
+            TRANSPORT: transport,
+            INTEGRATION: integration,
+        }
+        if server_address:
+            base[SERVER_ADDRESS] = server_address
+        self.base = base
+        self.by_batch: dict[bool, dict[str, str]] = {
+            True: {**base, IS_BATCH: "true"},
+            False: {**base, IS_BATCH: "false"},
+        }
+        self.method_attrs: dict[tuple[bool, str], dict[str, str]] = {}
+
+    def for_method(self, is_batch: bool, method: str) -> dict[str, str]:
+        key = (is_batch, method)
+        attrs = self.method_attrs.get(key)
+        if attrs is None:
+            attrs = {**self.by_batch[is_batch], RPC_METHOD: method}
+            self.method_attrs[key] = attrs
+        return attrs
+
+    def extra(self, is_batch: bool, **more: str) -> dict[str, str]:
+        return {**self.by_batch[is_batch], **more}
+
+
+class Telemetry:
+    """The instruments for one (meter provider, tracer provider) pair."""
+
+    def __init__(
+        self,
+        meter_provider: metrics.MeterProvider | None = None,
+        tracer_provider: trace.TracerProvider | None = None,
+        *,
+        method_cap: int = 32,
+        spans: bool = True,
+    ) -> None:
+        from pairwatch import __version__
+
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(SCOPE, __version__)
+        self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(
+            SCOPE, __version__
+        )
+        self.spans = spans
+        self.methods = MethodLimiter(method_cap)
+        self._labels: dict[tuple[str, str, str | None], Labels] = {}
+        self._labels_lock = threading.Lock()
+        # Ledger clocks are monotonic; spans want wall time.
+        self._epoch_offset = time.time() - time.monotonic()
+
+        c = meter.create_counter
+        self.size = meter.create_histogram(
+            "batch.size",
+            unit="{element}",
+            description="Elements per batch sent",
+            explicit_bucket_boundaries_advisory=list(SIZE_BUCKETS),
+        )
+        self.pair_latency = meter.create_histogram(
+            "batch.pair_latency",
+            unit="s",
+            description="Time from sending a request to pairing its response, per id",
+            explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
+        )
+        self.requests = c(
+            "batch.requests", unit="{request}", description="Requests (elements with an id) sent"
+        )
+        self.closed = c(
+            "batch.closed",
+            unit="{batch}",
+            description="Batches closed, by diagnosis and close reason",
+        )
+        self.mismatch = c(
+            "batch.response_count_mismatch",
+            unit="{batch}",
+            description="Batches whose non-null-id response count != requests",
+        )
+        self.unknown = c(
+            "batch.unknown_id_response",
+            unit="{response}",
+            description="Responses whose id matched nothing pending",
+        )
+        self.missing = c(
+            "batch.missing_response",
+            unit="{request}",
+            description="Requests with no response when their batch closed",
+        )
+        self.null = c(
+            "batch.null_id_response",
+            unit="{response}",
+            description="Responses with a null or absent id",
+        )
+        self.duplicate = c(
+            "batch.duplicate_id",
+            unit="{request}",
+            description="Requests sent with an id that was already pending",
+        )
+        self.invalid = c(
+            "batch.invalid_response",
+            unit="{response}",
+            description="Received elements that break the response rules",
+        )
+        self.invalid_request = c(
+            "batch.invalid_request",
+            unit="{request}",
+            description="Sent elements that break or bend the request rules",
+        )
+        self.out_of_order = c(
+            "batch.out_of_order",
+            unit="{batch}",
+            description="Batches answered in another order than sent",
+        )
+        self.violation = c(
+            "batch.protocol_violation",
+            unit="{event}",
+            description="Replies where none was allowed, and similar",
+        )
+        self.internal_errors = c(
+            "pairwatch.internal_errors",
+            unit="{error}",
+            description="Failures inside pairwatch, kept from the client",
+        )
+
+    def labels(self, transport: str, integration: str, server_address: str | None) -> Labels:
+        key = (transport, integration, server_address)
+        found = self._labels.get(key)
+        if found is None:
+            with self._labels_lock:
+                found = self._labels.get(key)
+                if found is None:
+                    found = Labels(transport, integration, server_address)
+                    self._labels[key] = found
+        return found
+
+    # ------------------------------------------------------------------ metrics
+    def batch_closed(self, labels: Labels, batch: Batch) -> None:
+        is_batch = batch.is_batch
+        attrs = labels.by_batch[is_batch]
+        self.size.record(batch.size, attrs)
+        self.closed.add(
+            1,
+            labels.extra(
+                is_batch, **{DIAGNOSIS: batch.diagnosis, CLOSE_REASON: batch.close_reason}
+            ),
+        )
+        if batch.calls:
+            self.requests.add(len(batch.calls), attrs)
+        self._record_latencies(labels, batch)
+        if batch.missing:
+            self._record_missing(labels, batch)
+        if batch.count_mismatch:
+            self.mismatch.add(1, attrs)
+        if batch.out_of_order:
+            self.out_of_order.add(1, attrs)
+        if batch.duplicates_in:
+            self.duplicate.add(
+                batch.duplicates_in, labels.extra(is_batch, **{DUPLICATE_SCOPE: "in_batch"})
+            )
+        if batch.duplicates_cross:
+            self.duplicate.add(
+                batch.duplicates_cross, labels.extra(is_batch, **{DUPLICATE_SCOPE: "cross_batch"})
+            )
+        if batch.invalid_requests:
+            for reason, n in batch.invalid_requests.items():
+                self.invalid_request.add(n, labels.extra(is_batch, **{REASON: reason}))
+        self._record_tally(
+            labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
+        )
+        if self.spans:
+            self._spans(batch)
+
+    def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
+        is_batch = batch.is_batch if batch is not None else False
+        self._record_tally(
+            labels, is_batch, tally.unknown, tally.null, tally.invalid, tally.violations
+        )
+
+    def internal_error(self, kind: str) -> None:
+        self.internal_errors.add(1, {ERROR_KIND: kind})
+
+    def _record_tally(
+        self,
+        labels: Labels,
+        is_batch: bool,
+        unknown: int,
+        null: int,
+        invalid: dict[str, int] | None,
+        violations: dict[str, int] | None,
+    ) -> None:
+        attrs = labels.by_batch[is_batch]
+        if unknown:
+            self.unknown.add(unknown, attrs)
+        if null:
+            self.null.add(null, attrs)
+        if invalid:
+            for reason, n in invalid.items():
+                self.invalid.add(n, labels.extra(is_batch, **{REASON: reason}))
+        if violations:
+            for reason, n in violations.items():
+                self.violation.add(n, labels.extra(is_batch, **{REASON: reason}))
+
+    def _record_latencies(self, labels: Labels, batch: Batch) -> None:
+        record = self.pair_latency.record
+        methods = self.methods
+        is_batch = batch.is_batch
+        for call in batch.calls:
+            if call.received_at is not None:
+                attrs = labels.for_method(is_batch, methods(call.method))
+                record(call.received_at - call.sent_at, attrs)
+
+    def _record_missing(self, labels: Labels, batch: Batch) -> None:
+        per_method: dict[str, int] = {}
+        for call in batch.calls:
+            if call.outcome == "missing":
+                m = self.methods(call.method)
+                per_method[m] = per_method.get(m, 0) + 1
+        for method, n in per_method.items():
+            attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: batch.close_reason}
+            self.missing.add(n, attrs)
+
+    # -------------------------------------------------------------------- spans
+    def _ns(self, monotonic: float) -> int:
+        return int((monotonic + self._epoch_offset) * 1e9)
+
+    def _spans(self, batch: Batch) -> None:
+        parent = batch.context if isinstance(batch.context, Context) else None
+        root = self.tracer.start_span(
+            "jsonrpc batch" if batch.is_batch else "jsonrpc request",
+            context=parent,
+            kind=SpanKind.CLIENT,
+            start_time=self._ns(batch.sent_at),
+        )
+        if not root.is_recording():
+            root.end()
+            return
+        root.set_attributes(
+            {
+                RPC_SYSTEM_NAME: "jsonrpc",
+                "jsonrpc.batch.size": batch.size,
+                "jsonrpc.batch.requests": len(batch.calls),
+                DIAGNOSIS: batch.diagnosis,
+                CLOSE_REASON: batch.close_reason,
+                "pairwatch.missing": batch.missing,
+                "pairwatch.unknown_id": batch.unknown,
+                "pairwatch.null_id": batch.null,
+                "pairwatch.out_of_order": batch.out_of_order,
+            }
+        )
+        ctx = trace.set_span_in_context(root)
+        end = batch.sent_at
+        for call in batch.calls:
+            end = max(end, self._child(ctx, batch, call))
+        if batch.diagnosis != "ok":
+            root.set_status(Status(StatusCode.ERROR, batch.diagnosis))
+        root.end(end_time=self._ns(end))
+
+    def _child(self, ctx: Context, batch: Batch, call: Call) -> float:
+        span = self.tracer.start_span(
+            call.method or "jsonrpc",
+            context=ctx,
+            kind=SpanKind.CLIENT,
+            start_time=self._ns(call.sent_at),
+        )
+        attrs: dict[str, str | float | bool] = {RPC_SYSTEM_NAME: "jsonrpc"}
+        if call.method is not None:
+            attrs[RPC_METHOD] = call.method
+        if call.key is not None:
+            attrs[JSONRPC_REQUEST_ID] = str(call.key)
+        if call.error_code is not None:
+            attrs[RPC_RESPONSE_STATUS_CODE] = str(call.error_code)
+        if call.outcome == "missing":
+            attrs[OUTCOME] = "missing"
+            span.set_status(Status(StatusCode.ERROR, f"no response before {batch.close_reason}"))
+            ended = batch.closed_at
+        else:
+            attrs[OUTCOME] = "duplicate" if call.duplicate else "paired"
+            ended = call.received_at if call.received_at is not None else call.sent_at
+            attrs["pairwatch.pair_latency"] = ended - call.sent_at
+        if call.invalid:
+            attrs["pairwatch.invalid_response"] = True
+        span.set_attributes(attrs)
+        span.end(end_time=self._ns(ended))
+        return ended

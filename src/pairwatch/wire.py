@@ -1,0 +1,246 @@
+"""Classify JSON-RPC 2.0 payloads without ever raising.
+
+Integrations hand this module whatever their client library holds at the moment a message
+crosses the wire: raw bytes, a decoded ``str``, or objects the library already parsed.  The
+ledger needs only a few facts about each element (what kind it is, its id key, its method,
+whether it obeys the response rules), so this module extracts exactly those and nothing else.
+
+Why id keys are plain Python values: JSON identity wants ``1`` and ``1.0`` to be one id and
+``"1"`` to be another, which is precisely how ``int``, ``float`` and ``str`` hash and compare.
+The one trap is ``bool`` (``True == 1``), so booleans, objects, arrays, NaN and infinities are
+refused as ids before they reach a dict.
+
+Nothing here imports the rest of pairwatch.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+IdKey = int | float | str
+"""A hashable id that follows JSON identity (``1 == 1.0``, ``"1" != 1``)."""
+
+
+class Kind(enum.Enum):
+    """What an element of a payload is, judged by its members alone."""
+
+    REQUEST = "request"  # method + id: a call that expects a response
+    NOTIFICATION = "notification"  # method, no id: no response expected
+    RESULT = "result"  # a response carrying result
+    ERROR = "error"  # a response carrying error
+    RESPONSE_INVALID = "response_invalid"  # response-shaped but neither/both result and error
+    INVALID = "invalid"  # not an object, or nothing JSON-RPC about it
+
+
+RESPONSE_KINDS: Final = frozenset({Kind.RESULT, Kind.ERROR, Kind.RESPONSE_INVALID})
+CALL_KINDS: Final = frozenset({Kind.REQUEST, Kind.NOTIFICATION})
+
+
+class IdState(enum.Enum):
+    """How an element's id member looks; decides pairing before the key is consulted."""
+
+    ABSENT = "absent"
+    NULL = "null"
+    VALID = "valid"
+    BAD_TYPE = "bad_type"  # bool, object, array, NaN/Infinity: never pairs
+
+
+@dataclass(slots=True, frozen=True)
+class Message:
+    """One element of a payload, reduced to what pairing needs.
+
+    ``problem`` names the first rule the element breaks (``None`` when it is well formed); it
+    is the label of ``batch.invalid_response`` and never contains payload data.
+    """
+
+    kind: Kind
+    id_state: IdState
+    key: IdKey | None
+    method: str | None
+    problem: str | None
+    error_code: int | None = None
+
+    @property
+    def is_response(self) -> bool:
+        return self.kind in RESPONSE_KINDS
+
+
+@dataclass(slots=True, frozen=True)
+class Payload:
+    """A whole payload: one JSON value that was either an array (a batch) or a single element.
+
+    ``unparseable`` is set when the payload is not JSON at all (then ``messages`` is empty);
+    ``empty_batch`` marks ``[]``, which the spec calls invalid but servers still send.
+    """
+
+    is_batch: bool
+    messages: tuple[Message, ...]
+    unparseable: str | None = None
+
+    @property
+    def empty_batch(self) -> bool:
+        return self.is_batch and not self.messages and self.unparseable is None
+
+
+UNPARSEABLE_EMPTY: Final = Payload(is_batch=False, messages=(), unparseable="empty")
+
+
+def id_key(value: object) -> tuple[IdState, IdKey | None]:
+    """Return the id's state and, for a usable id, its key.
+
+    Floats that are whole numbers become ints so that ``1.0`` and ``1`` hash alike even when a
+    float is too large for the default equality shortcut; other floats stay floats.
+    """
+    if value is None:
+        return IdState.NULL, None
+    t = type(value)
+    if t is str or t is int:
+        return IdState.VALID, value  # type: ignore[return-value]
+    if t is float:
+        f: float = value  # type: ignore[assignment]
+        if math.isfinite(f):
+            return IdState.VALID, int(f) if f.is_integer() else f
+        return IdState.BAD_TYPE, None
+    if isinstance(value, str):  # str subclasses: compare by value
+        return IdState.VALID, str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return IdState.VALID, int(value)
+    return IdState.BAD_TYPE, None
+
+
+def is_discouraged_id(key: IdKey | None, state: IdState) -> bool:
+    """Null and fractional ids are legal in requests but the spec discourages them."""
+    return state is IdState.NULL or type(key) is float
+
+
+def _valid_error(error: object) -> tuple[str | None, int | None]:
+    if not isinstance(error, dict):
+        return "error_not_object", None
+    code = error.get("code")
+    if type(code) is not int:
+        return "error_code_not_integer", None
+    if not isinstance(error.get("message"), str):
+        return "error_message_not_string", code
+    return None, code
+
+
+def classify_element(element: object) -> Message:
+    """Classify one decoded element.  Never raises, whatever the element is."""
+    if not isinstance(element, dict):
+        return Message(Kind.INVALID, IdState.ABSENT, None, None, "not_an_object")
+    if "id" in element:
+        state, key = id_key(element["id"])
+    else:
+        state, key = IdState.ABSENT, None
+    version_ok = element.get("jsonrpc") == "2.0"
+    if "method" in element:
+        method = element["method"]
+        problem = None if version_ok else "bad_version"
+        if not isinstance(method, str):
+            problem = "method_not_string"
+            method = None
+        if state is IdState.ABSENT:
+            return Message(Kind.NOTIFICATION, state, None, method, problem)
+        if state is IdState.BAD_TYPE:
+            problem = problem or "bad_id_type"
+        return Message(Kind.REQUEST, state, key, method, problem)
+    has_result = "result" in element
+    has_error = "error" in element
+    if has_result and has_error:
+        return Message(Kind.RESPONSE_INVALID, state, key, None, "both_result_and_error")
+    if has_error:
+        problem, code = _valid_error(element["error"])
+        if problem is None and not version_ok:
+            problem = "bad_version"
+        if problem is None and state is IdState.BAD_TYPE:
+            problem = "bad_id_type"
+        if problem is None and state is IdState.ABSENT:
+            problem = "id_absent"
+        return Message(Kind.ERROR, state, key, None, problem, code)
+    if has_result:
+        problem = None
+        if not version_ok:
+            problem = "bad_version"
+        elif state is IdState.BAD_TYPE:
+            problem = "bad_id_type"
+        elif state is IdState.ABSENT:
+            problem = "id_absent"
+        return Message(Kind.RESULT, state, key, None, problem)
+    if "id" in element or "jsonrpc" in element:
+        return Message(Kind.RESPONSE_INVALID, state, key, None, "no_result_or_error")
+    return Message(Kind.INVALID, state, key, None, "not_jsonrpc")
+
+
+def classify(decoded: object) -> Payload:
+    """Classify an already decoded JSON value (a dict, a list, or anything else)."""
+    if isinstance(decoded, list):
+        return Payload(True, tuple(classify_element(e) for e in decoded))
+    return Payload(False, (classify_element(decoded),))
+
+
+def decode(raw: bytes | bytearray | memoryview | str) -> tuple[Any, str | None]:
+    """Decode JSON text; return ``(value, None)`` or ``(None, reason)``.
+
+    A UTF-8 byte-order mark is tolerated because some servers emit one; anything else that
+    ``json`` refuses (including NaN-free strictness is left to ``json``'s defaults) is
+    reported, never raised.
+    """
+    try:
+        if isinstance(raw, (memoryview, bytearray)):
+            raw = bytes(raw)
+        if isinstance(raw, bytes):
+            if raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            text = raw.decode("utf-8")
+        else:
+            text = raw[1:] if raw.startswith("\ufeff") else raw
+        if not text.strip():
+            return None, "empty"
+        return json.loads(text), None
+    except RecursionError:
+        return None, "too_deep"
+    except UnicodeDecodeError:
+        return None, "not_utf8"
+    except ValueError:
+        return None, "not_json"
+    except Exception:  # defensive: a decoder must never raise into a client
+        return None, "undecodable"
+
+
+def parse(payload: object) -> Payload:
+    """Classify any payload an integration may hold: bytes, str, or decoded JSON."""
+    if isinstance(payload, (bytes, bytearray, memoryview, str)):
+        value, problem = decode(payload)
+        if problem is not None:
+            return Payload(False, (), problem)
+        payload = value
+    try:
+        return classify(payload)
+    except RecursionError:
+        return Payload(False, (), "too_deep")
+
+
+_OPENERS: Final = frozenset(b"{[")
+_WHITESPACE: Final = b" \t\r\n"
+
+
+def sniff(raw: bytes | bytearray | memoryview | str | None) -> bool:
+    """Cheaply guess whether a body could be JSON-RPC, before paying for a parse.
+
+    Looks only at the first non-blank character and for the ``jsonrpc`` member name, so
+    other traffic (HTML, form posts, binary uploads) passes at near-zero cost.
+    """
+    if not raw:
+        return False
+    if isinstance(raw, str):
+        head = raw.lstrip("\ufeff \t\r\n")[:1]
+        return head in ("{", "[") and "jsonrpc" in raw
+    data = bytes(raw) if not isinstance(raw, bytes) else raw
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    head_bytes = data.lstrip(_WHITESPACE)[:1]
+    return bool(head_bytes) and head_bytes[0] in _OPENERS and b"jsonrpc" in data
