@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from otel_support import FakeClock, Otel  # noqa: E402
+from otel_support import FakeClock, Otel
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

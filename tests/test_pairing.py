@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jsonrpc_build import dumps, err, note, req, res
 
 import pairwatch
+from jsonrpc_build import dumps, err, note, req, res
 from pairwatch import Options
 
 ZERO = {
@@ -31,9 +31,15 @@ def books(otel, **expected):
 
 def exchange(otel, clock, sent, reply, *, bound=True, close="body_end", **opts):
     channel = pairwatch.open_channel(
-        transport="http", integration="manual", bound=bound,
-        options=Options(meter_provider=otel.meter_provider,
-                        tracer_provider=otel.tracer_provider, clock=clock, **opts),
+        transport="http",
+        integration="manual",
+        bound=bound,
+        options=Options(
+            meter_provider=otel.meter_provider,
+            tracer_provider=otel.tracer_provider,
+            clock=clock,
+            **opts,
+        ),
     )
     channel.sent(dumps(sent))
     clock.advance(0.25)
@@ -70,8 +76,9 @@ def test_duplicate_request_id_in_batch(otel, clock):
     # The client reused id 1: the server answers both, the second answer is one too many for
     # a client keyed by id, and a second caller starves.
     exchange(otel, clock, [req(1), req(1), req(2)], [res(1), res(2)])
-    got, want = books(otel, batch__duplicate_id=1, batch__missing_response=1,
-                      batch__response_count_mismatch=1)
+    got, want = books(
+        otel, batch__duplicate_id=1, batch__missing_response=1, batch__response_count_mismatch=1
+    )
     assert got == want
     assert otel.value("batch.duplicate_id", pairwatch__duplicate_scope="in_batch") == 1
     assert closed(otel, pairwatch__diagnosis="duplicate_ids_suspected") == 1
@@ -86,10 +93,19 @@ def test_duplicated_response_is_unknown(otel, clock):
 
 def test_null_id_and_missing(otel, clock):
     # The server could not read element 2 and answered it with id null.
-    exchange(otel, clock, [req(1), {"jsonrpc": "2.0", "id": 2}, req(3)],
-             [res(1), err(None, -32600, "Invalid Request"), res(3)])
-    got, want = books(otel, batch__null_id_response=1, batch__missing_response=1,
-                      batch__response_count_mismatch=1, batch__invalid_request=1)
+    exchange(
+        otel,
+        clock,
+        [req(1), {"jsonrpc": "2.0", "id": 2}, req(3)],
+        [res(1), err(None, -32600, "Invalid Request"), res(3)],
+    )
+    got, want = books(
+        otel,
+        batch__null_id_response=1,
+        batch__missing_response=1,
+        batch__response_count_mismatch=1,
+        batch__invalid_request=1,
+    )
     assert got == want
     assert otel.value("batch.invalid_request", pairwatch__reason="no_method") == 1
     assert closed(otel, pairwatch__diagnosis="malformed_request_element") == 1
@@ -99,8 +115,10 @@ def test_dropped_response(otel, clock):
     exchange(otel, clock, [req(1, "a"), req(2, "b"), req(3, "b")], [res(1), res(3)])
     got, want = books(otel, batch__missing_response=1, batch__response_count_mismatch=1)
     assert got == want
-    assert otel.value("batch.missing_response", rpc__method="b",
-                      pairwatch__close_reason="body_end") == 1
+    assert (
+        otel.value("batch.missing_response", rpc__method="b", pairwatch__close_reason="body_end")
+        == 1
+    )
     assert closed(otel, pairwatch__diagnosis="responses_missing") == 1
 
 
@@ -128,8 +146,9 @@ def test_one_and_one_point_zero_pair(otel, clock):
 
 def test_true_never_pairs_with_1(otel, clock):
     exchange(otel, clock, req(1), {"jsonrpc": "2.0", "id": True, "result": 1})
-    got, want = books(otel, batch__unknown_id_response=1, batch__missing_response=1,
-                      batch__invalid_response=1)
+    got, want = books(
+        otel, batch__unknown_id_response=1, batch__missing_response=1, batch__invalid_response=1
+    )
     assert got == want
     assert otel.value("batch.invalid_response", pairwatch__reason="bad_id_type") == 1
 
@@ -140,8 +159,7 @@ def test_notification_only_batch_closes_at_once_and_any_reply_is_a_violation(ote
     channel.received(b"[]")
     got, want = books(otel, batch__protocol_violation=1)
     assert got == want
-    assert otel.value("batch.protocol_violation",
-                      pairwatch__reason="reply_to_notifications") == 1
+    assert otel.value("batch.protocol_violation", pairwatch__reason="reply_to_notifications") == 1
 
 
 def test_empty_body_after_notifications_is_fine(otel, clock):
@@ -155,8 +173,7 @@ def test_empty_batch_answered_with_null_id_error(otel, clock):
     exchange(otel, clock, [], err(None, -32600, "empty batch"))
     got, want = books(otel, batch__null_id_response=1, batch__protocol_violation=1)
     assert got == want
-    assert otel.value("batch.protocol_violation",
-                      pairwatch__reason="reply_to_empty_batch") == 1
+    assert otel.value("batch.protocol_violation", pairwatch__reason="reply_to_empty_batch") == 1
 
 
 def test_single_object_for_a_batch_of_one(otel, clock):
@@ -169,15 +186,26 @@ def test_single_object_for_a_batch_of_one(otel, clock):
 def test_single_error_object_for_a_batch(otel, clock):
     # web3.py #3518: a batch answered with one error object, not an array.
     exchange(otel, clock, [req(1), req(2)], err(None, -32600, "no batches"))
-    got, want = books(otel, batch__null_id_response=1, batch__protocol_violation=1,
-                      batch__missing_response=2, batch__response_count_mismatch=1)
+    got, want = books(
+        otel,
+        batch__null_id_response=1,
+        batch__protocol_violation=1,
+        batch__missing_response=2,
+        batch__response_count_mismatch=1,
+    )
     assert got == want
 
 
 def test_invalid_responses_still_pair(otel, clock):
-    exchange(otel, clock, [req(1), req(2)],
-             [{"jsonrpc": "1.0", "id": 1, "result": 1},
-              {"jsonrpc": "2.0", "id": 2, "result": 1, "error": {"code": 1, "message": "x"}}])
+    exchange(
+        otel,
+        clock,
+        [req(1), req(2)],
+        [
+            {"jsonrpc": "1.0", "id": 1, "result": 1},
+            {"jsonrpc": "2.0", "id": 2, "result": 1, "error": {"code": 1, "message": "x"}},
+        ],
+    )
     got, want = books(otel, batch__invalid_response=2)
     assert got == want
     assert otel.hist("batch.pair_latency")[0] == 2
@@ -187,25 +215,39 @@ def test_invalid_responses_still_pair(otel, clock):
 
 def test_unparseable_reply(otel, clock):
     exchange(otel, clock, [req(1), req(2)], b"<html>502 Bad Gateway</html>")
-    got, want = books(otel, batch__invalid_response=1, batch__missing_response=2,
-                      batch__response_count_mismatch=1)
+    got, want = books(
+        otel, batch__invalid_response=1, batch__missing_response=2, batch__response_count_mismatch=1
+    )
     assert got == want
     assert otel.value("batch.invalid_response", pairwatch__reason="unparseable") == 1
 
 
 def test_discouraged_ids_are_counted_at_send(otel, clock):
-    exchange(otel, clock, [req(None), req(1.5), req(True)],
-             [res(None), res(1.5), err(None, -32600, "Invalid Request")])
-    got, want = books(otel, batch__invalid_request=3, batch__null_id_response=2,
-                      batch__missing_response=2, batch__response_count_mismatch=1)
+    exchange(
+        otel,
+        clock,
+        [req(None), req(1.5), req(True)],
+        [res(None), res(1.5), err(None, -32600, "Invalid Request")],
+    )
+    got, want = books(
+        otel,
+        batch__invalid_request=3,
+        batch__null_id_response=2,
+        batch__missing_response=2,
+        batch__response_count_mismatch=1,
+    )
     assert got == want
     assert {a["pairwatch.reason"]: True for a in otel.attrs("batch.invalid_request")} == {
-        "null_id": True, "fractional_id": True, "bad_id_type": True}
+        "null_id": True,
+        "fractional_id": True,
+        "bad_id_type": True,
+    }
 
 
 def test_latency_is_exact_with_an_injected_clock(otel, clock):
-    channel = pairwatch.open_channel(options=Options(
-        meter_provider=otel.meter_provider, clock=clock, spans=False))
+    channel = pairwatch.open_channel(
+        options=Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    )
     channel.sent(dumps([req(1), req(2)]))
     clock.advance(0.5)
     channel.received(dumps(res(2)))
@@ -217,8 +259,10 @@ def test_latency_is_exact_with_an_injected_clock(otel, clock):
 
 
 def test_stream_timeout_counts_missing(otel, clock):
-    channel = pairwatch.open_channel(transport="websocket", options=Options(
-        meter_provider=otel.meter_provider, clock=clock, timeout=5.0))
+    channel = pairwatch.open_channel(
+        transport="websocket",
+        options=Options(meter_provider=otel.meter_provider, clock=clock, timeout=5.0),
+    )
     channel.sent(dumps([req(1), req(2)]))
     channel.received(dumps([res(1)]))
     clock.advance(4.9)
@@ -235,20 +279,28 @@ def test_stream_timeout_counts_missing(otel, clock):
 
 
 def test_stream_dropped_is_not_a_cancellation(otel, clock):
-    channel = pairwatch.open_channel(transport="sse", options=Options(
-        meter_provider=otel.meter_provider, clock=clock))
+    channel = pairwatch.open_channel(
+        transport="sse", options=Options(meter_provider=otel.meter_provider, clock=clock)
+    )
     channel.sent(dumps([req(1), req(2), req(3)]))
     channel.received(dumps(res(2)))
     channel.close("stream_dropped")
     assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == 2
-    assert closed(otel, pairwatch__close_reason="stream_dropped",
-                  pairwatch__diagnosis="responses_missing") == 1
+    assert (
+        closed(
+            otel, pairwatch__close_reason="stream_dropped", pairwatch__diagnosis="responses_missing"
+        )
+        == 1
+    )
 
 
 def test_cross_batch_duplicates_pair_first_in_first_out(otel, clock):
-    channel = pairwatch.open_channel(transport="websocket", options=Options(
-        meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider,
-        clock=clock))
+    channel = pairwatch.open_channel(
+        transport="websocket",
+        options=Options(
+            meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider, clock=clock
+        ),
+    )
     channel.sent(dumps([req(1, "first"), req(2, "first")]))
     clock.advance(1.0)
     channel.sent(dumps([req(1, "second")]))
@@ -264,8 +316,9 @@ def test_cross_batch_duplicates_pair_first_in_first_out(otel, clock):
 
 
 def test_unknown_on_a_bare_stream_is_counted_at_once(otel, clock):
-    channel = pairwatch.open_channel(options=Options(meter_provider=otel.meter_provider,
-                                                     clock=clock))
+    channel = pairwatch.open_channel(
+        options=Options(meter_provider=otel.meter_provider, clock=clock)
+    )
     channel.received(dumps(res(42)))
     channel.received(dumps(err(None)))
     got, want = books(otel, batch__unknown_id_response=1, batch__null_id_response=1)
@@ -273,8 +326,9 @@ def test_unknown_on_a_bare_stream_is_counted_at_once(otel, clock):
 
 
 def test_server_initiated_requests_are_not_responses(otel, clock):
-    channel = pairwatch.open_channel(transport="stdio", options=Options(
-        meter_provider=otel.meter_provider, clock=clock))
+    channel = pairwatch.open_channel(
+        transport="stdio", options=Options(meter_provider=otel.meter_provider, clock=clock)
+    )
     channel.sent(dumps(req(1, "tools/call")))
     channel.received(dumps(req(1, "sampling/createMessage")))  # same id number, other table
     channel.received(dumps(note("notifications/progress")))
@@ -286,9 +340,14 @@ def test_server_initiated_requests_are_not_responses(otel, clock):
 
 
 def test_caps_evict_the_oldest_batch_as_missing(otel, clock):
-    channel = pairwatch.open_channel(options=Options(
-        meter_provider=otel.meter_provider, clock=clock, max_open_batches=2,
-        max_pending_ids=1000))
+    channel = pairwatch.open_channel(
+        options=Options(
+            meter_provider=otel.meter_provider,
+            clock=clock,
+            max_open_batches=2,
+            max_pending_ids=1000,
+        )
+    )
     for i in range(3):
         channel.sent(dumps([req(i * 10), req(i * 10 + 1)]))
     assert otel.value("batch.missing_response", pairwatch__close_reason="evicted") == 2
@@ -296,8 +355,9 @@ def test_caps_evict_the_oldest_batch_as_missing(otel, clock):
 
 
 def test_pending_id_cap(otel, clock):
-    channel = pairwatch.open_channel(options=Options(
-        meter_provider=otel.meter_provider, clock=clock, max_pending_ids=5))
+    channel = pairwatch.open_channel(
+        options=Options(meter_provider=otel.meter_provider, clock=clock, max_pending_ids=5)
+    )
     channel.sent(dumps([req(i) for i in range(4)]))
     channel.sent(dumps([req(i) for i in range(10, 14)]))
     assert otel.value("batch.missing_response", pairwatch__close_reason="evicted") == 4
@@ -307,8 +367,9 @@ def test_pending_id_cap(otel, clock):
 
 
 def test_method_label_is_capped(otel, clock):
-    channel = pairwatch.open_channel(options=Options(
-        meter_provider=otel.meter_provider, clock=clock, method_cap=3))
+    channel = pairwatch.open_channel(
+        options=Options(meter_provider=otel.meter_provider, clock=clock, method_cap=3)
+    )
     channel.sent(dumps([req(i, f"method_{i}") for i in range(10)]))
     channel.received(dumps([res(i) for i in range(10)]))
     methods = {a["rpc.method"] for a in otel.attrs("batch.pair_latency")}

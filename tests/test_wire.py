@@ -36,27 +36,44 @@ def test_booleans_containers_and_nonfinite_are_never_ids(bad):
 def test_true_does_not_pair_with_1():
     payload = wire.parse({"jsonrpc": "2.0", "id": True, "result": 1})
     (msg,) = payload.messages
-    assert msg.key is None and msg.id_state is IdState.BAD_TYPE
+    assert msg.key is None
+    assert msg.id_state is IdState.BAD_TYPE
     assert msg.problem == "bad_id_type"
 
 
 def test_classifies_every_kind():
-    body = json.dumps([
-        {"jsonrpc": "2.0", "id": 1, "method": "a"},
-        {"jsonrpc": "2.0", "method": "note"},
-        {"jsonrpc": "2.0", "id": 2, "result": None},
-        {"jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message": "x"}},
-        {"jsonrpc": "2.0", "id": 4, "result": 1, "error": {"code": 1, "message": "m"}},
-        5,
-        {"foo": "bar"},
-    ])
+    body = json.dumps(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "a"},
+            {"jsonrpc": "2.0", "method": "note"},
+            {"jsonrpc": "2.0", "id": 2, "result": None},
+            {"jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message": "x"}},
+            {"jsonrpc": "2.0", "id": 4, "result": 1, "error": {"code": 1, "message": "m"}},
+            5,
+            {"foo": "bar"},
+        ]
+    )
     p = wire.parse(body.encode())
     assert p.is_batch
     kinds = [m.kind for m in p.messages]
-    assert kinds == [Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR,
-                     Kind.RESPONSE_INVALID, Kind.INVALID, Kind.INVALID]
+    assert kinds == [
+        Kind.REQUEST,
+        Kind.NOTIFICATION,
+        Kind.RESULT,
+        Kind.ERROR,
+        Kind.RESPONSE_INVALID,
+        Kind.INVALID,
+        Kind.INVALID,
+    ]
     assert [m.problem for m in p.messages] == [
-        None, None, None, None, "both_result_and_error", "not_an_object", "not_jsonrpc"]
+        None,
+        None,
+        None,
+        None,
+        "both_result_and_error",
+        "not_an_object",
+        "not_jsonrpc",
+    ]
     assert p.messages[3].error_code == -32000
 
 
@@ -65,10 +82,14 @@ def test_classifies_every_kind():
     [
         ({"jsonrpc": "1.0", "id": 1, "result": 1}, "bad_version"),
         ({"id": 1, "result": 1}, "bad_version"),
-        ({"jsonrpc": "2.0", "id": 1, "error": {"code": "1", "message": "m"}},
-         "error_code_not_integer"),
-        ({"jsonrpc": "2.0", "id": 1, "error": {"code": True, "message": "m"}},
-         "error_code_not_integer"),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": "1", "message": "m"}},
+            "error_code_not_integer",
+        ),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": True, "message": "m"}},
+            "error_code_not_integer",
+        ),
         ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, "error_message_not_string"),
         ({"jsonrpc": "2.0", "id": 1, "error": "boom"}, "error_not_object"),
         ({"jsonrpc": "2.0", "id": 1}, "no_result_or_error"),
@@ -105,7 +126,9 @@ def test_bom_and_whitespace_are_tolerated():
 
 def test_empty_array_is_an_empty_batch():
     p = wire.parse(b"[]")
-    assert p.is_batch and p.empty_batch and p.messages == ()
+    assert p.is_batch
+    assert p.empty_batch
+    assert p.messages == ()
 
 
 @pytest.mark.parametrize(

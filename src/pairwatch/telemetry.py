@@ -142,7 +142,7 @@ class Telemetry:
         self._labels: dict[tuple[str, str, str | None], Labels] = {}
         self._labels_lock = threading.Lock()
         # Ledger clocks are monotonic; spans want wall time.
-        self._epoch_offset = time.time() - time.monotonic()
+        self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
 
         c = meter.create_counter
         self.size = meter.create_histogram(
@@ -315,7 +315,7 @@ class Telemetry:
 
     # -------------------------------------------------------------------- spans
     def _ns(self, monotonic: float) -> int:
-        return int((monotonic + self._epoch_offset) * 1e9)
+        return round(monotonic * 1e9) + self._epoch_offset_ns
 
     def _spans(self, batch: Batch) -> None:
         parent = batch.context if isinstance(batch.context, Context) else None

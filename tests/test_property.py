@@ -1,0 +1,101 @@
+"""The ledger against a small independent reference model, over random server behaviour."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pairwatch
+from jsonrpc_build import dumps, note, req, res
+from otel_support import FakeClock, Otel
+from pairwatch import Options
+
+ids = st.one_of(st.integers(0, 6), st.sampled_from(["a", "b", "c"]))
+behaviours = st.lists(
+    st.sampled_from(["permute", "drop", "duplicate", "null", "corrupt", "retype"]),
+    max_size=4,
+)
+
+
+def reference(request_ids, reply_ids):
+    """Count by definition: a multiset of pending ids, answered in arrival order."""
+    pending: dict[object, list[int]] = {}
+    for index, key in enumerate(request_ids):
+        pending.setdefault(key, []).append(index)
+    paired = unknown = null = 0
+    high = -1
+    out_of_order = False
+    for key in reply_ids:
+        if key is None:
+            null += 1
+        elif pending.get(key):
+            index = pending[key].pop(0)
+            paired += 1
+            if index < high:
+                out_of_order = True
+            high = max(high, index)
+        else:
+            unknown += 1
+    requests = len(request_ids)
+    return {
+        "batch.requests": requests,
+        "batch.duplicate_id": requests - len(set(request_ids)),
+        "batch.unknown_id_response": unknown,
+        "batch.null_id_response": null,
+        "batch.missing_response": requests - paired,
+        "batch.response_count_mismatch": int(paired + unknown != requests),
+        "batch.out_of_order": int(out_of_order),
+        "paired": paired,
+    }
+
+
+def misbehave(request_ids, actions, rng):
+    reply = list(request_ids)
+    for action in actions:
+        if not reply:
+            break
+        i = rng.randrange(len(reply))
+        if action == "permute":
+            rng.shuffle(reply)
+        elif action == "drop":
+            reply.pop(i)
+        elif action == "duplicate":
+            reply.insert(rng.randrange(len(reply) + 1), reply[i])
+        elif action == "null":
+            reply[i] = None
+        elif action == "corrupt":
+            reply[i] = 1000 + i
+        elif action == "retype":
+            key = reply[i]
+            reply[i] = str(key) if isinstance(key, int) else key
+    return reply
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ids, min_size=1, max_size=12), st.integers(0, 3), behaviours, st.randoms())
+def test_ledger_matches_reference_model(request_ids, notes, actions, rnd):
+    rng = random.Random(rnd.random())
+    reply_ids = misbehave(request_ids, actions, rng)
+    otel, clock = Otel(), FakeClock()
+    channel = pairwatch.open_channel(
+        bound=True, options=Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    )
+    body = [req(k) for k in request_ids]
+    for _ in range(notes):  # notifications anywhere, requests keep their order
+        body.insert(rng.randrange(len(body) + 1), note())
+    channel.sent(dumps(body))
+    clock.advance(0.01)
+    channel.received(dumps([res(k) for k in reply_ids]))
+    channel.close("body_end")
+
+    expected = reference(request_ids, reply_ids)
+    got = otel.counters()
+    for name, value in expected.items():
+        if name != "paired":
+            assert got.get(name, 0) == value, (name, request_ids, reply_ids)
+    assert otel.hist("batch.pair_latency")[0] == expected["paired"]
+    # The books balance: paired + missing == requests sent.
+    assert expected["paired"] + got.get("batch.missing_response", 0) == len(request_ids)
+    assert otel.hist("batch.size") == (1, len(body))
