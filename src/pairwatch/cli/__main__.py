@@ -1,0 +1,5 @@
+import sys
+
+from pairwatch.cli import main
+
+sys.exit(main())
