@@ -1,0 +1,151 @@
+"""Serve pairwatch's OpenTelemetry metrics for a Prometheus scrape, with prometheus-client.
+
+Kept apart from :mod:`pairwatch.telemetry` (the metric model) the way prometheus-client keeps
+exposition apart from its metrics: the instruments do not know who reads them.  The names
+follow the OpenTelemetry-to-Prometheus conventions (dots become underscores, counters end in
+``_total``, a unit of seconds adds ``_seconds``), so the dashboards and alert rules work the
+same whether this module or the OpenTelemetry Prometheus exporter serves them; this one adds
+no ``otel_scope_*`` labels and needs no extra package.
+
+Usage::
+
+    provider, server = pairwatch.exposition.serve(port=9464)   # binds 127.0.0.1
+    pairwatch.instrument(client, meter_provider=provider)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    Histogram,
+    HistogramDataPoint,
+    MetricReader,
+    MetricsData,
+    Sum,
+)
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["PrometheusReader", "prometheus_name", "serve"]
+
+_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
+_UNITS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": "ratio"}
+
+
+def prometheus_name(name: str, unit: str = "") -> str:
+    """The Prometheus metric name for an OpenTelemetry instrument name and unit."""
+    base = _INVALID.sub("_", name)
+    suffix = _UNITS.get(unit, "")
+    if suffix and not base.endswith("_" + suffix):
+        base = f"{base}_{suffix}"
+    return base
+
+
+def _label_name(key: str) -> str:
+    label = _INVALID.sub("_", key)
+    return "_" + label if label[:1].isdigit() else label
+
+
+def _labels(attributes: Any) -> dict[str, str]:
+    return {_label_name(k): str(v) for k, v in (attributes or {}).items()}
+
+
+class PrometheusReader(MetricReader):
+    """A pull reader: each scrape collects the SDK's cumulative state and translates it."""
+
+    def __init__(self) -> None:
+        super().__init__()  # cumulative temporality, what a Prometheus scrape expects
+        self._data: MetricsData | None = None
+        self._lock = threading.Lock()
+
+    def _receive_metrics(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> None:
+        self._data = metrics_data
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self._data = None
+
+    def collector(self) -> Collector:
+        """A prometheus-client collector backed by this reader."""
+        return _Bridge(self)
+
+    def families(self) -> Iterator[Metric]:
+        with self._lock:
+            self.collect()
+            data = self._data
+        if data is None:
+            return
+        for resource_metrics in data.resource_metrics:
+            for scope_metrics in resource_metrics.scope_metrics:
+                for metric in scope_metrics.metrics:
+                    yield from _translate(
+                        metric.name, metric.unit or "", metric.description or "", metric.data
+                    )
+
+
+def _translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
+    base = prometheus_name(name, unit)
+    if isinstance(data, Sum):
+        kind = "counter" if data.is_monotonic else "gauge"
+        family = Metric(base.removesuffix("_total"), doc or name, kind)
+        sample = base if kind == "gauge" or base.endswith("_total") else base + "_total"
+        for point in data.data_points:
+            family.add_sample(sample, _labels(point.attributes), float(point.value))
+        yield family
+    elif isinstance(data, Histogram):
+        family = Metric(base, doc or name, "histogram")
+        points: Iterable[HistogramDataPoint] = data.data_points
+        for hp in points:
+            labels = _labels(hp.attributes)
+            running = 0
+            for bound, count in zip(hp.explicit_bounds, hp.bucket_counts, strict=False):
+                running += count
+                family.add_sample(base + "_bucket", {**labels, "le": _le(bound)}, running)
+            family.add_sample(base + "_bucket", {**labels, "le": "+Inf"}, hp.count)
+            family.add_sample(base + "_count", labels, hp.count)
+            family.add_sample(base + "_sum", labels, hp.sum)
+        yield family
+    elif hasattr(data, "data_points"):  # gauges
+        family = Metric(base, doc or name, "gauge")
+        for point in data.data_points:
+            family.add_sample(base, _labels(point.attributes), float(point.value))
+        yield family
+
+
+def _le(bound: float) -> str:
+    return repr(float(bound))
+
+
+class _Bridge(Collector):
+    def __init__(self, reader: PrometheusReader) -> None:
+        self.reader = reader
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self.reader.families())
+
+
+def serve(
+    port: int = 9464,
+    addr: str = "127.0.0.1",
+    *,
+    registry: CollectorRegistry | None = None,
+    views: Iterable[Any] = (),
+) -> tuple[MeterProvider, Any]:
+    """Start a metrics endpoint and return the meter provider that feeds it, and the server.
+
+    Binds loopback unless told otherwise: metrics leave the machine only when the user
+    chooses an address that lets them.  ``port=0`` picks a free port (``server.server_port``).
+    """
+    reader = PrometheusReader()
+    provider = MeterProvider(metric_readers=[reader], views=list(views))
+    registry = registry or CollectorRegistry()
+    registry.register(reader.collector())
+    server, _thread = start_http_server(port, addr=addr, registry=registry)
+    return provider, server
