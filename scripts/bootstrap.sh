@@ -16,7 +16,7 @@ if [ ! -x .venv/bin/python ] || [ "$want" != "$have" ]; then
   echo "bootstrap: installing pairwatch[$extras] into .venv" >&2
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2> >(grep -v "^WARNING: Location" >&2)
   if [ -f tests/servers/package.json ] && [ "$extras" = dev ]; then
     echo "bootstrap: installing npm packages into tests/servers/node_modules" >&2
     if [ -f tests/servers/package-lock.json ]; then

@@ -137,14 +137,16 @@ def serve(
     *,
     registry: CollectorRegistry | None = None,
     views: Iterable[Any] = (),
+    readers: Iterable[MetricReader] = (),
 ) -> tuple[MeterProvider, Any]:
     """Start a metrics endpoint and return the meter provider that feeds it, and the server.
 
     Binds loopback unless told otherwise: metrics leave the machine only when the user
     chooses an address that lets them.  ``port=0`` picks a free port (``server.server_port``).
+    ``readers`` are further SDK readers on the same provider (an in-memory one, OTLP).
     """
     reader = PrometheusReader()
-    provider = MeterProvider(metric_readers=[reader], views=list(views))
+    provider = MeterProvider(metric_readers=[reader, *readers], views=list(views))
     registry = registry or CollectorRegistry()
     registry.register(reader.collector())
     server, _thread = start_http_server(port, addr=addr, registry=registry)
