@@ -1,0 +1,139 @@
+"""Read the demo's counters back from an in-memory reader and say what they point to.
+
+The demo shows what a user would see on a dashboard, so it reads exported metric points
+(never pairwatch's internals) and applies the same reading as the dashboards and alert rules:
+the counters together, over a recent window, name a diagnosis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+
+from pairwatch import diagnosis
+
+COUNTERS = (
+    ("batch.closed", "batches closed"),
+    ("batch.requests", "requests sent"),
+    ("batch.unknown_id_response", "unknown-id responses"),
+    ("batch.missing_response", "missing responses"),
+    ("batch.null_id_response", "null-id responses"),
+    ("batch.response_count_mismatch", "count-mismatch batches"),
+    ("batch.out_of_order", "out-of-order batches"),
+    ("batch.duplicate_id", "duplicate ids sent"),
+    ("batch.invalid_response", "invalid responses"),
+    ("batch.protocol_violation", "protocol violations"),
+)
+
+
+@dataclass
+class Snapshot:
+    at: float
+    totals: dict[str, float] = field(default_factory=dict)
+    diagnoses: dict[str, float] = field(default_factory=dict)
+    bounds: tuple[float, ...] = ()
+    buckets: list[int] = field(default_factory=list)
+
+    def get(self, name: str) -> float:
+        return self.totals.get(name, 0.0)
+
+    def percentile(self, q: float) -> float | None:
+        """Latency percentile interpolated within histogram buckets (as PromQL does)."""
+        total = sum(self.buckets)
+        if not total:
+            return None
+        rank = q * total
+        seen = 0
+        lower = 0.0
+        for i, count in enumerate(self.buckets):
+            upper = self.bounds[i] if i < len(self.bounds) else lower
+            if seen + count >= rank and count:
+                return lower + (upper - lower) * (rank - seen) / count
+            seen += count
+            lower = upper
+        return lower
+
+
+def snapshot(reader: InMemoryMetricReader) -> Snapshot:
+    snap = Snapshot(at=time.monotonic())
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for point in metric.data.data_points:
+                    if isinstance(point, HistogramDataPoint):
+                        if metric.name == "batch.pair_latency":
+                            _merge_hist(snap, point)
+                        snap.totals[metric.name] = snap.get(metric.name) + point.count
+                        continue
+                    snap.totals[metric.name] = snap.get(metric.name) + point.value
+                    if metric.name == "batch.closed":
+                        d = str((point.attributes or {}).get("pairwatch.diagnosis"))
+                        snap.diagnoses[d] = snap.diagnoses.get(d, 0.0) + point.value
+    return snap
+
+
+def _merge_hist(snap: Snapshot, point: HistogramDataPoint) -> None:
+    if not snap.buckets:
+        snap.bounds = tuple(point.explicit_bounds)
+        snap.buckets = [0] * len(point.bucket_counts)
+    for i, count in enumerate(point.bucket_counts):
+        snap.buckets[i] += count
+
+
+def reading(old: Snapshot, new: Snapshot) -> str:
+    """Name what the counters moving since ``old`` point to, in words."""
+    unknown = new.get("batch.unknown_id_response") - old.get("batch.unknown_id_response")
+    missing = new.get("batch.missing_response") - old.get("batch.missing_response")
+    null = new.get("batch.null_id_response") - old.get("batch.null_id_response")
+    duplicates = new.get("batch.duplicate_id") - old.get("batch.duplicate_id")
+    found = diagnosis.diagnose(unknown=int(unknown), missing=int(missing), null=int(null),
+                               duplicates=int(duplicates), type_mismatch=False)
+    if found == diagnosis.OK:
+        return "no pairing failures in the last window"
+    return diagnosis.EXPLANATION[found]
+
+
+class Window:
+    """Keeps recent snapshots so rates and readings cover the last few seconds."""
+
+    def __init__(self, seconds: float = 5.0) -> None:
+        self.seconds = seconds
+        self._snaps: deque[Snapshot] = deque()
+
+    def push(self, snap: Snapshot) -> Snapshot:
+        """Add a snapshot; return the oldest one still inside the window."""
+        self._snaps.append(snap)
+        while len(self._snaps) > 2 and snap.at - self._snaps[1].at >= self.seconds:
+            self._snaps.popleft()
+        return self._snaps[0]
+
+
+def render(first: Snapshot, old: Snapshot, new: Snapshot, *, title: str) -> str:
+    span = max(new.at - old.at, 1e-9)
+    lines = [title, ""]
+    lines.append(f"  batches/s {(new.get('batch.closed') - old.get('batch.closed')) / span:8.1f}"
+                 f"    requests/s {(new.get('batch.requests') - old.get('batch.requests')) / span:8.1f}")
+    lines.append("")
+    lines.append(f"  {'counter':28} {'total':>9} {'per s':>8}")
+    for name, label in COUNTERS:
+        rate = (new.get(name) - old.get(name)) / span
+        lines.append(f"  {label:28} {new.get(name) - first.get(name):9.0f} {rate:8.1f}")
+    lines.append("")
+    quantiles = []
+    for q in (0.5, 0.95, 0.99):
+        value = new.percentile(q)
+        quantiles.append(f"p{int(q * 100)} " + ("-" if value is None else f"{value * 1000:.1f} ms"))
+    lines.append("  pair latency   " + "   ".join(quantiles))
+    lines.append("")
+    lines.append("  batches by diagnosis:")
+    for name in diagnosis.ALL:
+        count = new.diagnoses.get(name, 0.0)
+        if count:
+            lines.append(f"    {name:28} {count:7.0f}")
+    lines.append("")
+    lines.append("  reading: " + reading(old, new))
+    return "\n".join(lines)
