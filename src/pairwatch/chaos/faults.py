@@ -160,6 +160,7 @@ class FaultPlan:
 
 
 Step = Fault | Sequence[Fault] | None
+_END: Any = object()
 
 
 class FaultScript(FaultPlan):
@@ -176,11 +177,11 @@ class FaultScript(FaultPlan):
         self._it: Iterator[Step] = iter(self._cycle if self._cycle is not None else steps)
 
     def next_step(self) -> list[Fault]:
-        step = next(self._it, None)
-        if step is None and self._cycle:
+        step = next(self._it, _END)
+        if step is _END and self._cycle:
             self._it = iter(self._cycle)
-            step = next(self._it, None)
-        if step is None:
+            step = next(self._it, _END)
+        if step is None or step is _END:
             return []
         if isinstance(step, Fault):
             return [step]
