@@ -10,7 +10,7 @@ import pytest
 from chaos_helpers import batch, client, ids, raw_exchange
 
 from pairwatch.chaos import Fault, FaultMix, FaultScript, parse_fault
-from pairwatch.chaos.faults import WRONG_ID_OFFSET
+from pairwatch.chaos.inject import WRONG_ID_OFFSET
 
 NOTE = {"jsonrpc": "2.0", "method": "echo", "params": [1]}
 

@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from .faults import Fault, FaultPlan, Injected, Outgoing, Reply, Step, apply_faults, as_plan
+from .faults import Fault, FaultPlan, Injected, Outgoing, Reply, Step, as_plan
+from .inject import apply_faults
 
 ReplySource = Callable[[bytes], Awaitable[Reply]]
 

@@ -1,16 +1,15 @@
-"""Fault specs, fault plans and the function that bends a correct reply.
+"""Fault specs, fault plans and the reply shapes faults work on.
 
 Faults act on the *reply* a correct server would have written, never on the
-request, so a test always knows what the right answer was and what was changed.
+request, so a test always knows what the right answer was and what was changed
+(`inject.apply_faults` does the bending).
 Everything random goes through a `random.Random` owned by the plan, so a seed
 reproduces the same sequence of faults run after run.
 """
 
 from __future__ import annotations
 
-import copy
 import random
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -36,8 +35,6 @@ FaultKind = Literal[
 KINDS: tuple[str, ...] = get_args(FaultKind)
 
 DEFAULT_GARBAGE = b"\xff\xfe<html>502 chaos</html>\x00{[,"
-_NUMERIC = re.compile(r"-?[0-9]+")
-WRONG_ID_OFFSET = 1_000_000_007
 
 
 @dataclass(frozen=True)
@@ -256,189 +253,6 @@ def parse_fault(text: str) -> Fault:
     return Fault(kind.strip(), **kw)  # type: ignore[arg-type]
 
 
-def _ids(elements: Sequence[Element], picks: Iterable[int]) -> tuple[Any, ...]:
-    return tuple(_id_of(elements[i].value) for i in picks)
-
-
-def _id_of(value: Any) -> Any:
-    return value.get("id") if isinstance(value, dict) else None
-
-
-def _targets(fault: Fault, eligible: list[int], n: int, rng: random.Random) -> list[int]:
-    if fault.indices is not None:
-        wanted = {i % n for i in fault.indices if -n <= i < n} if n else set()
-        return sorted(wanted.intersection(eligible))
-    if fault.fraction is not None:
-        k = max(1, round(fault.fraction * len(eligible))) if fault.fraction > 0 else 0
-    else:
-        k = fault.count
-    return sorted(rng.sample(eligible, min(k, len(eligible))))
-
-
-def _id_type_swap(value: Any) -> tuple[bool, Any]:
-    if isinstance(value, bool):
-        return False, value
-    if isinstance(value, (int, float)):
-        return True, str(value)
-    if isinstance(value, str) and _NUMERIC.fullmatch(value):
-        return True, int(value)
-    return False, value
-
-
-def _wrong(value: Any) -> Any:
-    if isinstance(value, str):
-        return value + "-wrong"
-    if isinstance(value, float):
-        return value + 0.5
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value + WRONG_ID_OFFSET
-    return WRONG_ID_OFFSET
-
-
-def _error_object(message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-
-
-def apply_faults(
-    reply: Reply, faults: Sequence[Fault], rng: random.Random, exchange: int = 0
-) -> tuple[Outgoing, list[Injected]]:
-    """Turn the correct reply into the faulty one; report only what took effect."""
-    out = Outgoing(
-        elements=[Element(copy.deepcopy(r)) for r in reply.responses],
-        as_array=reply.batch and bool(reply.responses),
-        expected_silence=not reply.responses and reply.raw is None,
-        raw=reply.raw,
-    )
-    done: list[Injected] = []
-    for fault in faults:
-        note = _apply_one(out, fault, rng)
-        if note is not None:
-            ids, detail = note
-            done.append(Injected(exchange, fault.kind, ids, detail))
-    return out, done
-
-
-def _apply_one(out: Outgoing, f: Fault, rng: random.Random) -> tuple[tuple[Any, ...], str] | None:
-    els = out.elements
-    n = len(els)
-    dicts = [i for i, e in enumerate(els) if isinstance(e.value, dict)]
-    kind = f.kind
-    if out.raw is not None and kind not in ("unparseable", "cut", "delay"):
-        return None  # an unparsed upstream body has no elements to edit
-    if kind == "drop":
-        picks = _targets(f, list(range(n)), n, rng)
-        if not picks:
-            return None
-        ids = _ids(els, picks)
-        out.elements = [e for i, e in enumerate(els) if i not in picks]
-        return ids, f"dropped positions {picks}"
-    if kind == "duplicate":
-        picks = _targets(f, list(range(n)), n, rng)
-        if not picks:
-            return None
-        ids = _ids(els, picks)
-        new: list[Element] = []
-        for i, e in enumerate(els):
-            new.append(e)
-            if i in picks:
-                new.append(Element(copy.deepcopy(e.value), e.delay))
-        out.elements = new
-        return ids, f"duplicated positions {picks}"
-    if kind in ("null_id", "wrong_id", "id_type"):
-        if kind == "null_id":
-            eligible = [i for i in dicts if els[i].value.get("id") is not None]
-        elif kind == "wrong_id":
-            eligible = dicts
-        else:
-            eligible = [i for i in dicts if _id_type_swap(els[i].value.get("id"))[0]]
-        picks = _targets(f, eligible, n, rng)
-        if not picks:
-            return None
-        ids = _ids(els, picks)
-        for i in picks:
-            old = els[i].value.get("id")
-            if kind == "null_id":
-                els[i].value["id"] = None
-            elif kind == "wrong_id":
-                els[i].value["id"] = _wrong(old)
-            else:
-                els[i].value["id"] = _id_type_swap(old)[1]
-        return ids, f"{kind} at positions {picks}"
-    if kind == "both_result_error":
-        picks = _targets(f, dicts, n, rng)
-        for i in picks:
-            v = els[i].value
-            if "result" in v:
-                v["error"] = {"code": -32603, "message": "chaos: result and error"}
-            else:
-                v["result"] = None
-        return (_ids(els, picks), f"positions {picks}") if picks else None
-    if kind == "bad_version":
-        picks = _targets(f, dicts, n, rng)
-        for i in picks:
-            if f.version is None:
-                els[i].value.pop("jsonrpc", None)
-            else:
-                els[i].value["jsonrpc"] = f.version
-        return (_ids(els, picks), f"jsonrpc={f.version!r} at {picks}") if picks else None
-    if kind == "reorder":
-        return _reorder(out, f, rng)
-    if kind == "single_for_batch":
-        if not out.as_array:
-            return None
-        ids = _ids(els, range(n))
-        if (f.mode or "error") == "first" and els:
-            out.elements = [els[0]]
-        else:
-            out.elements = [Element(_error_object("chaos: single object for a batch"))]
-        out.as_array = False
-        return ids, f"mode={f.mode or 'error'}"
-    if kind == "reply_to_notifications":
-        if not out.expected_silence or out.elements or out.as_array:
-            return None
-        if (f.mode or "empty") == "empty":
-            out.as_array = True
-        else:
-            out.elements = [Element(_error_object("chaos: reply to notifications"))]
-        return (), f"mode={f.mode or 'empty'}"
-    if kind == "delay":
-        for i, e in enumerate(els):
-            if f.delays is not None:
-                e.delay = f.delays[i] if i < len(f.delays) else 0.0
-            else:
-                e.delay = f.seconds * (i + 1)
-        return _ids(els, range(n)), "delays " + ",".join(f"{e.delay:g}" for e in els)
-    if kind == "cut":
-        if out.silent:
-            out.cut_fraction, out.cut_events = 0.0, 0
-            return (), "closed without reply"
-        out.cut_fraction = 0.5 if f.fraction is None else f.fraction
-        out.cut_events = f.count
-        return (), f"fraction={out.cut_fraction:g} events={f.count}"
-    # unparseable
-    out.raw = f.data
-    return _ids(els, range(n)), f"{len(f.data)} garbage bytes"
-
-
-def _reorder(out: Outgoing, f: Fault, rng: random.Random) -> tuple[tuple[Any, ...], str] | None:
-    els = out.elements
-    if len(els) < 2:
-        return None
-    mode = f.mode or "reverse"
-    before = list(els)
-    if mode == "reverse":
-        els.reverse()
-    elif mode == "rotate":
-        els.append(els.pop(0))
-    else:
-        rng.shuffle(els)
-        if all(a is b for a, b in zip(before, els, strict=True)):
-            els.append(els.pop(0))  # a shuffle that changes nothing is not a fault
-    where = {id(e): i for i, e in enumerate(before)}
-    order = [where[id(e)] for e in els]
-    return _ids(before, range(len(before))), f"{mode} -> positions {order}"
-
-
 __all__ = [
     "KINDS",
     "Element",
@@ -450,7 +264,6 @@ __all__ = [
     "Injected",
     "Outgoing",
     "Reply",
-    "apply_faults",
     "as_plan",
     "parse_fault",
 ]

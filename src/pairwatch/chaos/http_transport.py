@@ -37,6 +37,7 @@ REASONS = {
     405: "Method Not Allowed",
     411: "Length Required",
     413: "Payload Too Large",
+    500: "Internal Server Error",
     502: "Bad Gateway",
 }
 
@@ -264,12 +265,13 @@ class HttpTransport:
             return True
         try:
             out = await self.engine.exchange(req.body)
-        except self.upstream_errors as e:
-            body = _dumps(
-                {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": str(e)}}
-            )
-            head = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            writer.write(_head(502, head) + body)
+        except Exception as e:
+            # An upstream failure is a 502 a client must handle; anything else is a
+            # bug in a handler or here, answered loudly rather than with a hang.
+            status = 502 if isinstance(e, self.upstream_errors) else 500
+            error = {"code": -32603, "message": f"{type(e).__name__}: {e}"}
+            body = _dumps({"jsonrpc": "2.0", "id": None, "error": error})
+            writer.write(_head(status, self._json_headers(len(body))) + body)
             await writer.drain()
             return True
         sse, mode = self._wants_sse(req)

@@ -184,6 +184,10 @@ class ChaosServer:
                 loop.run_forever()
             finally:
                 loop.run_until_complete(self.stop())
+                leftover = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for task in leftover:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
                 loop.run_until_complete(loop.shutdown_default_executor())
                 loop.close()
 
