@@ -171,6 +171,7 @@ class ChaosServer:
 
         def main() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._loop = loop
             try:
                 loop.run_until_complete(self.start())
