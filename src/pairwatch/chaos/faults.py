@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 FaultKind = Literal[
@@ -56,9 +56,14 @@ class Fault:
     seconds: float = 0.05
     delays: tuple[float, ...] | None = None
     version: str | None = "1.0"
-    data: bytes = DEFAULT_GARBAGE
+    data: bytes = field(default=DEFAULT_GARBAGE, repr=False)
 
     def __post_init__(self) -> None:
+        # Lists are accepted for convenience; tuples keep the frozen spec hashable.
+        for name in ("indices", "delays"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
         if self.kind not in KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {KINDS}")
         if self.count < 0:
