@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-# The worktree's package must win over any editable install of another checkout.
-if str(SRC) not in sys.path:
-    sys.path.insert(0, str(SRC))
-
-from pairwatch.chaos import ChaosServer  # noqa: E402
+from pairwatch.chaos import ChaosServer
 
 
 @pytest.fixture

@@ -69,10 +69,11 @@ def snapshot(reader: InMemoryMetricReader) -> Snapshot:
                             _merge_hist(snap, point)
                         snap.totals[metric.name] = snap.get(metric.name) + point.count
                         continue
-                    snap.totals[metric.name] = snap.get(metric.name) + point.value
+                    value = float(getattr(point, "value", 0.0))
+                    snap.totals[metric.name] = snap.get(metric.name) + value
                     if metric.name == "batch.closed":
                         d = str((point.attributes or {}).get("pairwatch.diagnosis"))
-                        snap.diagnoses[d] = snap.diagnoses.get(d, 0.0) + point.value
+                        snap.diagnoses[d] = snap.diagnoses.get(d, 0.0) + value
     return snap
 
 
@@ -90,8 +91,13 @@ def reading(old: Snapshot, new: Snapshot) -> str:
     missing = new.get("batch.missing_response") - old.get("batch.missing_response")
     null = new.get("batch.null_id_response") - old.get("batch.null_id_response")
     duplicates = new.get("batch.duplicate_id") - old.get("batch.duplicate_id")
-    found = diagnosis.diagnose(unknown=int(unknown), missing=int(missing), null=int(null),
-                               duplicates=int(duplicates), type_mismatch=False)
+    found = diagnosis.diagnose(
+        unknown=int(unknown),
+        missing=int(missing),
+        null=int(null),
+        duplicates=int(duplicates),
+        type_mismatch=False,
+    )
     if found == diagnosis.OK:
         return "no pairing failures in the last window"
     return diagnosis.EXPLANATION[found]
@@ -115,8 +121,10 @@ class Window:
 def render(first: Snapshot, old: Snapshot, new: Snapshot, *, title: str) -> str:
     span = max(new.at - old.at, 1e-9)
     lines = [title, ""]
-    lines.append(f"  batches/s {(new.get('batch.closed') - old.get('batch.closed')) / span:8.1f}"
-                 f"    requests/s {(new.get('batch.requests') - old.get('batch.requests')) / span:8.1f}")
+    lines.append(
+        f"  batches/s {(new.get('batch.closed') - old.get('batch.closed')) / span:8.1f}"
+        f"    requests/s {(new.get('batch.requests') - old.get('batch.requests')) / span:8.1f}"
+    )
     lines.append("")
     lines.append(f"  {'counter':28} {'total':>9} {'per s':>8}")
     for name, label in COUNTERS:

@@ -1,0 +1,19 @@
+"""Real components the tests need: skip when absent (naming the install step), fail in CI."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require(available: bool, what: str, install: str) -> None:
+    """Skip when a real component is absent, naming the install step; fail under CI=true."""
+    if available:
+        return
+    message = f"{what} is not available: {install}"
+    if IN_CI:
+        pytest.fail(message + " (CI=true: absent components fail)")
+    pytest.skip(message)
