@@ -94,7 +94,7 @@ class _Sink:
                 "diagnosis:" + batch.diagnosis,
                 "pairwatch: batch of %d requests closed (%s): %d missing, %d unknown-id, "
                 "%d null-id: %s",
-                len(batch.calls),
+                len(batch.keys),
                 batch.close_reason,
                 batch.missing,
                 batch.unknown,

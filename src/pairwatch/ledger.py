@@ -25,10 +25,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 from pairwatch import diagnosis
-from pairwatch.records import Batch, Call, Tally
+from pairwatch.records import Batch, Tally
 from pairwatch.wire import CALL_KINDS, RESPONSE_KINDS, IdKey, IdState, Kind, Payload
 
 __all__ = ["Ledger", "LedgerSink", "Limits"]
+
+Entry = tuple[Batch, int]
 
 
 class LedgerSink(Protocol):
@@ -87,7 +89,8 @@ class Ledger:
         self.auto_close = (not bound) if auto_close is None else auto_close
         self._lock = threading.Lock()
         self._open: dict[int, Batch] = {}
-        self._pending: dict[IdKey, Call | list[Call]] = {}
+        # id -> (batch, index), or a list of them when the id is pending more than once.
+        self._pending: dict[IdKey, Entry | list[Entry]] = {}
         self._pending_count = 0
         self._inbound: dict[IdKey, int] = {}  # server-initiated requests awaiting our answer
         self._seq = 0
@@ -107,76 +110,83 @@ class Ledger:
     def _register(
         self, payload: Payload, now: float, context: object, closed: list[Batch]
     ) -> Batch | None:
-        calls: list[Call] = []
+        keys: list[IdKey | None] = []
+        methods: list[str | None] = []
         notifications = 0
         invalid: dict[str, int] | None = None
-        for msg in payload.messages:
-            kind = msg.kind
-            if kind is Kind.RESPONSE_INVALID and msg.problem == "no_result_or_error":
+        REQUEST, VALID = Kind.REQUEST, IdState.VALID
+        for kind, state, key, method, problem, _code in payload.messages:
+            if kind is REQUEST and problem is None and state is VALID and type(key) is not float:
+                keys.append(key)  # the common case, kept as short as possible
+                methods.append(method)
+                continue
+            reason = problem
+            if kind is Kind.RESPONSE_INVALID and problem == "no_result_or_error":
                 # An id but no method: a request that lost its method.  The caller still
                 # awaits that id, so it is registered (and will likely close as missing).
-                invalid = invalid or {}
-                invalid["no_method"] = invalid.get("no_method", 0) + 1
-                if msg.id_state is IdState.VALID:
-                    calls.append(Call(msg.key, None, len(calls), now))
-                continue
-            if kind in RESPONSE_KINDS:
+                reason = "no_method"
+                keys.append(key if state is VALID else None)
+                methods.append(None)
+            elif kind in RESPONSE_KINDS:
                 # The client answering a server-initiated request: pair in the inbound table.
-                if msg.key is not None and self._inbound.get(msg.key):
-                    left = self._inbound[msg.key] - 1
-                    if left:
-                        self._inbound[msg.key] = left
-                    else:
-                        del self._inbound[msg.key]
+                left = self._inbound.get(key, 0) if key is not None else 0
+                if left > 1:
+                    self._inbound[key] = left - 1  # type: ignore[index]
+                elif left:
+                    del self._inbound[key]  # type: ignore[arg-type]
                 continue
-            reason = msg.problem
-            if kind is Kind.NOTIFICATION:
-                notifications += 1
-            elif kind is Kind.REQUEST:
-                calls.append(Call(msg.key, msg.method, len(calls), now))
-                if msg.id_state is IdState.NULL:
+            elif kind is REQUEST:
+                keys.append(key if state is VALID else None)
+                methods.append(method)
+                if state is IdState.NULL:
                     reason = reason or "null_id"
-                elif type(msg.key) is float:
+                elif type(key) is float:
                     reason = reason or "fractional_id"
+            elif kind is Kind.NOTIFICATION:
+                notifications += 1
             elif kind is Kind.INVALID:
                 reason = reason or "not_jsonrpc"
             if reason is not None:
                 invalid = invalid or {}
                 invalid[reason] = invalid.get(reason, 0) + 1
-        if not payload.is_batch and not calls and not notifications and invalid is None:
+        if not payload.is_batch and not keys and not notifications and invalid is None:
             return None  # only answers to the server: nothing of ours to track
         self._seq += 1
-        batch = Batch(self._seq, payload.is_batch, len(payload.messages), calls, now, context)
+        batch = Batch(
+            self._seq, payload.is_batch, len(payload.messages), keys, methods, now, context
+        )
         batch.notifications = notifications
         batch.invalid_requests = invalid
         batch.deadline = now + self.limits.timeout
         self._last = batch
-        if not calls:
+        if not keys:
             batch.expected_nothing = True
             self._finish(batch, "no_response_expected", closed)
             return batch
-        self._make_room(len(calls), closed)
+        self._make_room(len(keys), closed)
         pending = self._pending
-        for call in calls:
-            key = call.key
+        registered = 0
+        for index, key in enumerate(keys):
             if key is None:
                 continue  # null or unusable id: can never pair, closes as missing
-            call.batch = batch
+            registered += 1
             prior = pending.get(key)
             if prior is None:
-                pending[key] = call
+                pending[key] = (batch, index)
+                continue
+            if batch.duplicate_at is None:
+                batch.duplicate_at = set()
+            batch.duplicate_at.add(index)
+            first_batch = prior[0] if isinstance(prior, tuple) else prior[0][0]
+            if first_batch is batch:
+                batch.duplicates_in += 1
             else:
-                call.duplicate = True
-                first = prior if isinstance(prior, Call) else prior[0]
-                if first.batch is batch:
-                    batch.duplicates_in += 1
-                else:
-                    batch.duplicates_cross += 1
-                if isinstance(prior, Call):
-                    pending[key] = [prior, call]
-                else:
-                    prior.append(call)
-            self._pending_count += 1
+                batch.duplicates_cross += 1
+            if isinstance(prior, tuple):
+                pending[key] = [prior, (batch, index)]
+            else:
+                prior.append((batch, index))
+        self._pending_count += registered
         self._open[batch.seq] = batch
         return batch
 
@@ -225,53 +235,59 @@ class Ledger:
         pending = self._pending
         touched: Batch | None = None
         done: list[Batch] = []
-        for msg in payload.messages:
-            kind = msg.kind
-            if kind in CALL_KINDS:
-                # Server-initiated: never a response, never unknown.  Remember requests so the
-                # client's answers pair in their own table.
-                if kind is Kind.REQUEST and msg.key is not None:
-                    self._inbound[msg.key] = self._inbound.get(msg.key, 0) + 1
-                continue
-            if kind is Kind.INVALID:
-                tally.add_invalid(msg.problem or "not_jsonrpc")
-                continue
-            if msg.problem is not None:
-                tally.add_invalid(msg.problem)
-            state = msg.id_state
-            if state is IdState.NULL or state is IdState.ABSENT:
-                tally.null += 1
-                continue
-            key = msg.key
-            entry = pending.get(key) if key is not None else None
-            if entry is None:
-                tally.unknown += 1
-                if key is not None and len(tally.unknown_keys) < 16:
-                    tally.unknown_keys.append(key)
-                continue
-            if isinstance(entry, Call):
-                call = entry
-                del pending[key]  # type: ignore[arg-type]
+        RESULT, VALID = Kind.RESULT, IdState.VALID
+        for kind, state, key, _method, problem, code in payload.messages:
+            if (kind is RESULT or kind is Kind.ERROR) and problem is None and state is VALID:
+                entry = pending.pop(key, None)  # type: ignore[arg-type]  # the common case
+                if entry is None:
+                    tally.unknown += 1
+                    if len(tally.unknown_keys) < 16:
+                        tally.unknown_keys.append(key)  # type: ignore[arg-type]
+                    continue
             else:
-                call = entry.pop(0)
-                if len(entry) == 1:
-                    pending[key] = entry[0]  # type: ignore[index]
+                if kind in CALL_KINDS:
+                    # Server-initiated: never a response, never unknown.  Remember requests
+                    # so the client's answers pair in their own table.
+                    if kind is Kind.REQUEST and key is not None:
+                        self._inbound[key] = self._inbound.get(key, 0) + 1
+                    continue
+                if kind is Kind.INVALID:
+                    tally.add_invalid(problem or "not_jsonrpc")
+                    continue
+                if problem is not None:
+                    tally.add_invalid(problem)
+                if state is IdState.NULL or state is IdState.ABSENT:
+                    tally.null += 1
+                    continue
+                entry = pending.pop(key, None) if key is not None else None
+                if entry is None:
+                    tally.unknown += 1
+                    if key is not None and len(tally.unknown_keys) < 16:
+                        tally.unknown_keys.append(key)
+                    continue
+            if not isinstance(entry, tuple):
+                rest = entry  # duplicated id: first in, first out
+                entry = rest.pop(0)
+                pending[key] = rest[0] if len(rest) == 1 else rest  # type: ignore[index]
             self._pending_count -= 1
-            batch = call.batch
-            assert batch is not None
-            call.received_at = now
-            call.error_code = msg.error_code
-            call.outcome = "paired"
-            if msg.problem is not None:
-                call.invalid = True
+            batch, index = entry
+            batch.received[index] = now
+            if kind is not RESULT:
+                if code is not None:
+                    if batch.error_codes is None:
+                        batch.error_codes = {}
+                    batch.error_codes[index] = code
+                if problem is not None:
+                    if batch.invalid_at is None:
+                        batch.invalid_at = set()
+                    batch.invalid_at.add(index)
             batch.paired += 1
-            batch.responses += 1
-            if call.index < batch.high_index:
+            if index < batch.high_index:
                 batch.out_of_order = True
             else:
-                batch.high_index = call.index
+                batch.high_index = index
             touched = batch
-            if batch.paired == len(batch.calls):
+            if batch.paired == len(batch.keys):
                 done.append(batch)  # closed after the loop: strays in this payload belong here
         if target is None:
             target = touched or self._oldest_array_batch(payload)
@@ -338,29 +354,30 @@ class Ledger:
         self._open.pop(batch.seq, None)
         pending = self._pending
         missing_keys: list[IdKey] = []
-        for call in batch.calls:
-            if call.outcome is not None:
+        received = batch.received
+        for index, key in enumerate(batch.keys):
+            if received[index] is not None:
                 continue
-            call.outcome = "missing"
             batch.missing += 1
-            key = call.key
             if key is None:
                 continue
             missing_keys.append(key)
             entry = pending.get(key)
-            if entry is call:
-                del pending[key]
-                self._pending_count -= 1
-            elif isinstance(entry, list) and call in entry:
-                entry.remove(call)
-                self._pending_count -= 1
-                if len(entry) == 1:
-                    pending[key] = entry[0]
-                elif not entry:
+            if isinstance(entry, tuple):
+                if entry[0] is batch:
                     del pending[key]
+                    self._pending_count -= 1
+            elif entry is not None:
+                kept = [e for e in entry if e[0] is not batch or e[1] != index]
+                if len(kept) != len(entry):
+                    self._pending_count -= 1
+                    if not kept:
+                        del pending[key]
+                    else:
+                        pending[key] = kept[0] if len(kept) == 1 else kept
         mismatch = False
         if not batch.expected_nothing:
-            mismatch = batch.responses + batch.unknown != len(batch.calls)
+            mismatch = batch.paired + batch.unknown != len(batch.keys)
         batch.count_mismatch = mismatch
         type_mismatch = bool(batch.unknown_keys and missing_keys) and _type_changed(
             batch.unknown_keys, missing_keys

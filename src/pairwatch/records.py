@@ -10,7 +10,12 @@ from pairwatch.wire import IdKey
 
 
 class Call:
-    """One request of a batch: registered at send, paired or declared missing later."""
+    """A read-only view of one request of a closed (or open) batch.
+
+    The ledger keeps a batch's requests as parallel lists, which is several times cheaper
+    than one object per request on the hot path; spans, the audit report and tests read
+    these views, built on demand by :attr:`Batch.calls`.
+    """
 
     __slots__ = (
         "batch",
@@ -25,17 +30,20 @@ class Call:
         "sent_at",
     )
 
-    def __init__(self, key: IdKey | None, method: str | None, index: int, sent_at: float) -> None:
-        self.key = key
-        self.method = method
+    def __init__(self, batch: Batch, index: int) -> None:
+        self.batch = batch
         self.index = index
-        self.sent_at = sent_at
-        self.received_at: float | None = None
-        self.outcome: str | None = None  # "paired" | "missing"
-        self.error_code: int | None = None
-        self.invalid = False
-        self.duplicate = False
-        self.batch: Batch | None = None
+        self.key: IdKey | None = batch.keys[index]
+        self.method: str | None = batch.methods[index]
+        self.sent_at = batch.sent_at
+        self.received_at: float | None = batch.received[index]
+        self.error_code: int | None = (batch.error_codes or {}).get(index)
+        self.invalid = index in (batch.invalid_at or ())
+        self.duplicate = index in (batch.duplicate_at or ())
+        if self.received_at is not None:
+            self.outcome: str | None = "paired"
+        else:
+            self.outcome = None if batch.open else "missing"
 
     @property
     def latency(self) -> float | None:
@@ -88,49 +96,33 @@ class Batch:
     """
 
     __slots__ = (
-        "calls",
-        "close_reason",
-        "closed_at",
-        "context",
-        "count_mismatch",
-        "deadline",
-        "diagnosis",
-        "duplicates_cross",
-        "duplicates_in",
-        "expected_nothing",
-        "high_index",
-        "invalid",
-        "invalid_requests",
-        "is_batch",
-        "late_unknown",
-        "missing",
-        "notifications",
-        "null",
-        "open",
-        "out_of_order",
-        "paired",
-        "responses",
-        "sent_at",
-        "seq",
-        "size",
-        "unknown",
-        "unknown_keys",
+        "close_reason", "closed_at", "context", "count_mismatch", "deadline", "diagnosis",
+        "duplicate_at", "duplicates_cross", "duplicates_in", "error_codes", "expected_nothing",
+        "high_index", "invalid", "invalid_at", "invalid_requests", "is_batch", "keys",
+        "late_unknown", "methods", "missing", "notifications", "null", "open", "out_of_order",
+        "paired", "received", "sent_at", "seq", "size", "unknown", "unknown_keys",
         "violations",
-    )
+    )  # fmt: skip
 
     def __init__(
         self,
         seq: int,
         is_batch: bool,
         size: int,
-        calls: list[Call],
+        keys: list[IdKey | None],
+        methods: list[str | None],
         sent_at: float,
         context: object = None,
     ) -> None:
         self.seq = seq
         self.is_batch = is_batch
         self.size = size
-        self.calls = calls
+        self.keys = keys  # per request, in send order; None for ids that can never pair
+        self.methods = methods
+        self.received: list[float | None] = [None] * len(keys)
+        self.error_codes: dict[int, int] | None = None  # index -> error code, when errors
+        self.invalid_at: set[int] | None = None  # indexes paired with an invalid response
+        self.duplicate_at: set[int] | None = None  # indexes whose id was already pending
         self.sent_at = sent_at
         self.context = context
         self.deadline = sent_at
@@ -138,7 +130,6 @@ class Batch:
         self.expected_nothing = False
         self.notifications = 0
         self.paired = 0
-        self.responses = 0
         self.unknown = 0
         self.null = 0
         self.missing = 0
@@ -158,7 +149,12 @@ class Batch:
 
     @property
     def requests(self) -> int:
-        return len(self.calls)
+        return len(self.keys)
+
+    @property
+    def calls(self) -> list[Call]:
+        """One view per request, in send order (built on demand, off the hot path)."""
+        return [Call(self, i) for i in range(len(self.keys))]
 
     def absorb(self, tally: Tally) -> None:
         """Attribute responses that paired with nothing to this (still open) batch."""

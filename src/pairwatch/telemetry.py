@@ -238,8 +238,8 @@ class Telemetry:
                 is_batch, **{DIAGNOSIS: batch.diagnosis, CLOSE_REASON: batch.close_reason}
             ),
         )
-        if batch.calls:
-            self.requests.add(len(batch.calls), attrs)
+        if batch.keys:
+            self.requests.add(len(batch.keys), attrs)
         self._record_latencies(labels, batch)
         if batch.missing:
             self._record_missing(labels, batch)
@@ -298,16 +298,16 @@ class Telemetry:
         record = self.pair_latency.record
         methods = self.methods
         is_batch = batch.is_batch
-        for call in batch.calls:
-            if call.received_at is not None:
-                attrs = labels.for_method(is_batch, methods(call.method))
-                record(call.received_at - call.sent_at, attrs)
+        sent_at = batch.sent_at
+        for method, received_at in zip(batch.methods, batch.received, strict=True):
+            if received_at is not None:
+                record(received_at - sent_at, labels.for_method(is_batch, methods(method)))
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
         per_method: dict[str, int] = {}
-        for call in batch.calls:
-            if call.outcome == "missing":
-                m = self.methods(call.method)
+        for method, received_at in zip(batch.methods, batch.received, strict=True):
+            if received_at is None:
+                m = self.methods(method)
                 per_method[m] = per_method.get(m, 0) + 1
         for method, n in per_method.items():
             attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: batch.close_reason}
@@ -332,7 +332,7 @@ class Telemetry:
             {
                 RPC_SYSTEM_NAME: "jsonrpc",
                 "jsonrpc.batch.size": batch.size,
-                "jsonrpc.batch.requests": len(batch.calls),
+                "jsonrpc.batch.requests": len(batch.keys),
                 DIAGNOSIS: batch.diagnosis,
                 CLOSE_REASON: batch.close_reason,
                 "pairwatch.missing": batch.missing,

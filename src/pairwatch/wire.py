@@ -18,7 +18,6 @@ Nothing here imports the rest of pairwatch.
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 from typing import Any, Final, NamedTuple
@@ -27,28 +26,32 @@ IdKey = int | float | str
 """A hashable id that follows JSON identity (``1 == 1.0``, ``"1" != 1``)."""
 
 
-class Kind(enum.Enum):
-    """What an element of a payload is, judged by its members alone."""
+class Kind:
+    """What an element of a payload is, judged by its members alone.
 
-    REQUEST = "request"  # method + id: a call that expects a response
-    NOTIFICATION = "notification"  # method, no id: no response expected
-    RESULT = "result"  # a response carrying result
-    ERROR = "error"  # a response carrying error
-    RESPONSE_INVALID = "response_invalid"  # response-shaped but neither/both result and error
-    INVALID = "invalid"  # not an object, or nothing JSON-RPC about it
+    Plain string constants, not an Enum: membership tests run for every element, and an
+    Enum's hash is computed in Python while a str's is cached in C.
+    """
+
+    REQUEST: Final = "request"  # method + id: a call that expects a response
+    NOTIFICATION: Final = "notification"  # method, no id: no response expected
+    RESULT: Final = "result"  # a response carrying result
+    ERROR: Final = "error"  # a response carrying error
+    RESPONSE_INVALID: Final = "response_invalid"  # response-shaped, neither/both result, error
+    INVALID: Final = "invalid"  # not an object, or nothing JSON-RPC about it
 
 
 RESPONSE_KINDS: Final = frozenset({Kind.RESULT, Kind.ERROR, Kind.RESPONSE_INVALID})
 CALL_KINDS: Final = frozenset({Kind.REQUEST, Kind.NOTIFICATION})
 
 
-class IdState(enum.Enum):
+class IdState:
     """How an element's id member looks; decides pairing before the key is consulted."""
 
-    ABSENT = "absent"
-    NULL = "null"
-    VALID = "valid"
-    BAD_TYPE = "bad_type"  # bool, object, array, NaN/Infinity: never pairs
+    ABSENT: Final = "absent"
+    NULL: Final = "null"
+    VALID: Final = "valid"
+    BAD_TYPE: Final = "bad_type"  # bool, object, array, NaN/Infinity: never pairs
 
 
 class Message(NamedTuple):
@@ -58,8 +61,8 @@ class Message(NamedTuple):
     is the label of ``batch.invalid_response`` and never contains payload data.
     """
 
-    kind: Kind
-    id_state: IdState
+    kind: str
+    id_state: str
     key: IdKey | None
     method: str | None
     problem: str | None
@@ -89,7 +92,7 @@ class Payload(NamedTuple):
 UNPARSEABLE_EMPTY: Final = Payload(is_batch=False, messages=(), unparseable="empty")
 
 
-def id_key(value: object) -> tuple[IdState, IdKey | None]:
+def id_key(value: object) -> tuple[str, IdKey | None]:
     """Return the id's state and, for a usable id, its key.
 
     Floats that are whole numbers become ints so that ``1.0`` and ``1`` hash alike even when a
@@ -112,7 +115,7 @@ def id_key(value: object) -> tuple[IdState, IdKey | None]:
     return IdState.BAD_TYPE, None
 
 
-def is_discouraged_id(key: IdKey | None, state: IdState) -> bool:
+def is_discouraged_id(key: IdKey | None, state: str) -> bool:
     """Null and fractional ids are legal in requests but the spec discourages them."""
     return state is IdState.NULL or type(key) is float
 
