@@ -156,8 +156,10 @@ def row(panel_id: int, title: str) -> dash_b.Row:
 
 
 def counters_against_each_other(panel_id: int) -> ts_b.Panel:
-    by = "job, pairwatch_transport"
-    legend = "{{job}} / {{pairwatch_transport}}"
+    # Summed per job only: three lines per job in three fixed colours. The per-transport
+    # and per-server breakdown is the co-occurrence panel's job.
+    by = "job"
+    legend = "{{job}}"
     return (
         timeseries(
             panel_id,
