@@ -83,5 +83,10 @@ def grafana_sdk() -> None:
 
 
 @pytest.fixture(scope="session")
+def prometheus_client_available() -> None:
+    need_python_module("prometheus_client", "prometheus-client")
+
+
+@pytest.fixture(scope="session")
 def matplotlib_available() -> None:
     need_python_module("matplotlib", "matplotlib")

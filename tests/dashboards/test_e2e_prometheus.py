@@ -302,7 +302,7 @@ def _diagnosis(fault: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def fake_exporter() -> Iterator[str]:
+def fake_exporter(prometheus_client_available: None) -> Iterator[str]:
     exporter = FakePairwatchExporter()
     target = exporter.start()
     yield target
