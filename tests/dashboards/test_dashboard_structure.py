@@ -1,0 +1,251 @@
+"""Structural checks of dashboards/pairwatch.json against the metrics contract.
+
+The allowed metric names come from the table in docs/metrics.md (the contract the exporter
+implements) plus the recording rules defined in dashboards/rules/pairwatch-recording.yaml;
+no second list is kept here. Standard library only: these tests never skip.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from queries import iter_panels, panel_queries
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = REPO_ROOT / "dashboards" / "pairwatch.json"
+METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"
+RECORDING_RULES = REPO_ROOT / "dashboards" / "rules" / "pairwatch-recording.yaml"
+ALERT_RULES = REPO_ROOT / "dashboards" / "rules" / "pairwatch-alerts.yaml"
+
+TEMPLATE_VARIABLES = {"datasource", "job", "transport", "server", "method"}
+REQUIRED_MATCHERS = (
+    'job=~"$job"',
+    'pairwatch_transport=~"$transport"',
+    'server_address=~"$server"',
+)
+
+
+# --- the contract -------------------------------------------------------------------------
+
+
+def documented_series(doc: Path = METRICS_DOC) -> set[str]:
+    """Prometheus series names from the 'Prometheus series' column of docs/metrics.md.
+
+    A cell like `batch_size_bucket/_sum/_count` expands to batch_size_bucket, batch_size_sum
+    and batch_size_count.
+    """
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    series: set[str] = set()
+    column: int | None = None
+    for line in lines:
+        if not line.startswith("|"):
+            column = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if column is None:
+            if "Prometheus series" in cells:
+                column = cells.index("Prometheus series")
+            continue
+        if set(line) <= set("|-: "):
+            continue
+        cell = cells[column].strip("`")
+        first, *alternatives = cell.split("/")
+        series.add(first)
+        if alternatives:
+            base = re.sub(r"_[a-z]+$", "", first)
+            series.update(base + alternative for alternative in alternatives)
+    return series
+
+
+def recording_rule_names(path: Path = RECORDING_RULES) -> set[str]:
+    return set(re.findall(r"^\s*-?\s*record:\s*(\S+)\s*$", path.read_text(encoding="utf-8"), re.M))
+
+
+# --- a small PromQL metric-name extractor -------------------------------------------------
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_MATCHERS = re.compile(r"\{[^{}]*\}")
+_RANGE = re.compile(r"\[[^\[\]]*\]")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_TOKEN = re.compile(
+    r"(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?:ms|[smhdwy])*)|(?P<var>\$\w+)|(?P<ident>[A-Za-z_:][\w:]*)"
+)
+_KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names selected by a PromQL expression (functions, keywords, labels excluded)."""
+    text = _STRING.sub('""', expr)
+    text = _MATCHERS.sub(" ", text)
+    text = _RANGE.sub(" ", text)
+    text = _GROUPING.sub(" ", text)
+    names: set[str] = set()
+    for match in _TOKEN.finditer(text):
+        name = match.group("ident")
+        if name is None or name.lower() in _KEYWORDS:
+            continue
+        if text[match.end() :].lstrip().startswith("("):  # a function call
+            continue
+        names.add(name)
+    return names
+
+
+def selectors(expr: str) -> list[tuple[str, str]]:
+    """(metric name, matcher block) for every vector selector written with braces."""
+    text = _STRING.sub(lambda m: m.group(0).replace("{", "<").replace("}", ">"), expr)
+    return [
+        (m.group(1), expr[m.start(2) : m.end(2)])
+        for m in re.finditer(r"([A-Za-z_:][\w:]*)(\{[^{}]*\})", text)
+    ]
+
+
+# --- fixtures -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.fixture(scope="module")
+def allowed_names() -> set[str]:
+    return documented_series() | recording_rule_names()
+
+
+# --- the extractor itself -----------------------------------------------------------------
+
+
+def test_documented_series_are_parsed_from_the_doc() -> None:
+    names = documented_series()
+    # Spot checks of the expansion rules; the full set is whatever the doc says.
+    assert {"batch_size_bucket", "batch_size_sum", "batch_size_count"} <= names
+    assert "batch_pair_latency_seconds_bucket" in names
+    assert "batch_unknown_id_response_total" in names
+    assert "pairwatch_internal_errors_total" in names
+    assert len(names) >= 15
+
+
+def test_metric_name_extractor() -> None:
+    expr = (
+        'histogram_quantile(0.99, sum by (le, rpc_method) (rate(foo_bucket{a="x{y}", '
+        'b=~"$method"}[$__rate_interval]))) / on (job) group_left () bar:baz:rate5m > 1e3 '
+        "and ignoring (le) sum without (x) (qux offset 5m)"
+    )
+    assert metric_names(expr) == {"foo_bucket", "bar:baz:rate5m", "qux"}
+    assert selectors('sum(foo{a="}{"}) + bar{b="c"}') == [("foo", '{a="}{"}'), ("bar", '{b="c"}')]
+
+
+# --- the dashboard ------------------------------------------------------------------------
+
+
+def test_panel_ids_are_unique(dashboard: dict[str, Any]) -> None:
+    ids = [panel["id"] for panel in iter_panels(dashboard)]
+    assert len(ids) == len(set(ids)), f"duplicate panel ids: {sorted(ids)}"
+    assert all(isinstance(i, int) and i > 0 for i in ids)
+
+
+def test_every_panel_and_target_has_a_datasource(dashboard: dict[str, Any]) -> None:
+    for panel in iter_panels(dashboard):
+        if panel["type"] == "row":
+            continue
+        assert panel.get("datasource", {}).get("uid"), f"panel {panel['id']} has no datasource"
+        assert panel.get("targets"), f"panel {panel['id']} has no queries"
+        for target in panel["targets"]:
+            assert target.get("datasource", {}).get("uid"), (
+                f"panel {panel['id']} target {target.get('refId')} has no datasource"
+            )
+
+
+def test_every_metric_is_in_the_contract_or_a_recording_rule(
+    dashboard: dict[str, Any], allowed_names: set[str]
+) -> None:
+    queries = panel_queries(dashboard)
+    assert len(queries) >= 15
+    for query in queries:
+        names = metric_names(query.expr)
+        assert names, f"panel {query.panel_id}/{query.ref_id}: no metric in {query.expr}"
+        unknown = names - allowed_names
+        assert not unknown, (
+            f"panel {query.panel_id} ({query.panel_title}) {query.ref_id} uses {unknown}, "
+            "which neither docs/metrics.md nor the recording rules define"
+        )
+
+
+def test_every_query_aggregates_and_filters(dashboard: dict[str, Any]) -> None:
+    for query in panel_queries(dashboard):
+        where = f"panel {query.panel_id} ({query.panel_title}) {query.ref_id}"
+        assert "sum by (" in query.expr, f"{where}: not aggregated with sum by (...)"
+        assert not re.search(r"\bsum\s*\(|\bsum\s+without\b", query.expr), where
+        found = selectors(query.expr)
+        assert len(found) == len(re.findall(r"[A-Za-z_:][\w:]*\{", query.expr)), where
+        for metric, matchers in found:
+            for required in REQUIRED_MATCHERS:
+                assert required in matchers, f"{where}: {metric} lacks {required}"
+
+
+def test_template_variables(dashboard: dict[str, Any], allowed_names: set[str]) -> None:
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert set(variables) >= TEMPLATE_VARIABLES
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    for name in TEMPLATE_VARIABLES - {"datasource"}:
+        variable = variables[name]
+        assert variable["datasource"]["uid"] == "${datasource}", name
+        assert variable["includeAll"], name
+        assert variable["allValue"] == ".*", name
+        match = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", variable["query"])
+        assert match, f"{name}: {variable['query']}"
+        assert metric_names(match.group(1)) <= allowed_names, name
+
+
+def test_variables_used_in_queries_are_defined(dashboard: dict[str, Any]) -> None:
+    defined = {v["name"] for v in dashboard["templating"]["list"]}
+    builtin = {"__rate_interval", "__interval", "__range"}
+    for query in panel_queries(dashboard):
+        used = set(re.findall(r"\$\{?(\w+)", query.expr))
+        assert used <= defined | builtin, f"panel {query.panel_id}: {used - defined - builtin}"
+
+
+def test_panels_the_issue_asks_for(dashboard: dict[str, Any]) -> None:
+    exprs = {q.panel_id: q.expr for q in panel_queries(dashboard)}
+    by_panel: dict[int, list[str]] = {}
+    for q in panel_queries(dashboard):
+        by_panel.setdefault(q.panel_id, []).append(q.expr)
+    # The three counters on ONE panel.
+    assert any(
+        all(any(c in e for e in group) for c in ("unknown_id", "missing_response", "null_id"))
+        for group in by_panel.values()
+    )
+    joined = "\n".join(exprs.values())
+    for needle in (
+        "pairwatch_diagnosis",
+        "response_count_mismatch",
+        "batch_size_bucket",
+        "batch_pair_latency_seconds_bucket",
+        "out_of_order",
+        "duplicate_id",
+        "invalid_response",
+    ):
+        assert needle in joined, needle
+    assert re.search(r"histogram_quantile\(0\.99, sum by \(rpc_method, le\)", joined)
+
+
+# --- the rule files follow the same contract ----------------------------------------------
+
+
+@pytest.mark.parametrize("rule_file", [RECORDING_RULES, ALERT_RULES], ids=lambda p: p.name)
+def test_rule_expressions_use_documented_series(rule_file: Path) -> None:
+    text = rule_file.read_text(encoding="utf-8")
+    # Rule expressions are the `expr:` blocks; a line-based cut is enough for these files.
+    blocks = re.findall(r"expr: [|>]-?\n((?:\s{10,}.*\n?)+)", text)
+    assert blocks
+    allowed = documented_series() | recording_rule_names()
+    for block in blocks:
+        names = metric_names(block)
+        assert names, block
+        assert names <= allowed, f"{rule_file.name}: {names - allowed}"
