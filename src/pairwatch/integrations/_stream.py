@@ -85,7 +85,9 @@ class SseParser:
     def _line(self, line: bytes, events: list[bytes]) -> None:
         if not line:
             if self._data and self._event in _DISPATCHED_EVENTS:
-                events.append(b"\n".join(self._data))
+                data = b"\n".join(self._data)
+                if data:  # one empty data line dispatches nothing
+                    events.append(data)
             self._data = []
             self._data_size = 0
             self._event = b""
