@@ -95,9 +95,9 @@ def test_httpx2_and_json_keyword(otel, chaos_server):
 async def test_httpx2_async_sse(otel, chaos_server):
     httpx2 = pytest.importorskip("httpx2")
     chaos_server.set_faults(None)
-    async with instrumenting(otel)(httpx2.AsyncClient()) as client:
-        async with client.stream("POST", chaos_server.sse_url, content=BATCH) as r:
-            body = b"".join([c async for c in r.aiter_bytes()])
+    client = instrumenting(otel)(httpx2.AsyncClient())
+    async with client, client.stream("POST", chaos_server.sse_url, content=BATCH) as r:
+        body = b"".join([c async for c in r.aiter_bytes()])
     assert body.count(b"data: ") == 3
     assert otel.value("batch.closed", pairwatch__transport="sse") == 1
     assert otel.hist("batch.pair_latency")[0] == 3
