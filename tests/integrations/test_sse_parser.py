@@ -82,3 +82,19 @@ def test_unreadable_encodings_close_as_missing(otel, encoding):
     tap.end()
     assert otel.value("batch.missing_response", pairwatch__close_reason="body_end") == 1
     assert otel.value("pairwatch.internal_errors") == 0
+
+
+def test_relabel_and_watch_on_a_bound_channel(otel):
+    """Core additions used by HTTP integrations: a late transport label, sweeper watching."""
+    from pairwatch.channel import _sweeper
+
+    ch = channel(otel)
+    ch.sent(b'{"jsonrpc":"2.0","id":1,"method":"m"}')
+    assert ch not in _sweeper._channels  # bound channels are not swept by default
+    ch.relabel("sse")
+    ch.watch()
+    assert ch in _sweeper._channels
+    ch.close("stream_end")
+    sse = otel.value("batch.closed", pairwatch__transport="sse", pairwatch__integration="manual")
+    assert sse == 1
+    assert otel.value("batch.closed", pairwatch__transport="http") == 0
