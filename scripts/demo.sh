@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
-exec .venv/bin/python examples/generic_client.py "$@"
+exec .venv/bin/pairwatch demo "$@"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import random
 import signal
 import sys
@@ -182,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
     from pairwatch.chaos import ChaosServer, FaultMix
 
     mix = parse_mix(args.faults)
+    # The view already says what each failing batch points to; per-batch log lines would
+    # only scroll it away.
+    logging.getLogger("pairwatch").setLevel(logging.ERROR)
     reader = InMemoryMetricReader()
     provider, metrics_server = exposition.serve(
         args.metrics_port, args.metrics_addr, readers=[reader]

@@ -86,21 +86,24 @@ def _merge_hist(snap: Snapshot, point: HistogramDataPoint) -> None:
 
 
 def reading(old: Snapshot, new: Snapshot) -> str:
-    """Name what the counters moving since ``old`` point to, in words."""
-    unknown = new.get("batch.unknown_id_response") - old.get("batch.unknown_id_response")
-    missing = new.get("batch.missing_response") - old.get("batch.missing_response")
-    null = new.get("batch.null_id_response") - old.get("batch.null_id_response")
-    duplicates = new.get("batch.duplicate_id") - old.get("batch.duplicate_id")
-    found = diagnosis.diagnose(
-        unknown=int(unknown),
-        missing=int(missing),
-        null=int(null),
-        duplicates=int(duplicates),
-        type_mismatch=False,
-    )
-    if found == diagnosis.OK:
+    """Name what the batches closed since ``old`` point to, in words.
+
+    Each closed batch carries its own diagnosis (read from its counters together), so the
+    reading ranks the diagnoses of the window rather than re-combining totals from batches
+    that failed for different reasons.
+    """
+    moved = {
+        name: new.diagnoses.get(name, 0.0) - old.diagnoses.get(name, 0.0)
+        for name in diagnosis.ALL
+        if name != diagnosis.OK
+    }
+    failing = sorted(((n, name) for name, n in moved.items() if n > 0), reverse=True)
+    if not failing:
         return "no pairing failures in the last window"
-    return diagnosis.EXPLANATION[found]
+    count, worst = failing[0]
+    others = ", ".join(f"{name} {n:.0f}" for n, name in failing[1:])
+    text = f"{worst} ({count:.0f} batches): {diagnosis.EXPLANATION[worst]}"
+    return text + (f"; also {others}" if others else "")
 
 
 class Window:
