@@ -99,9 +99,12 @@ class JsonStream:
                     "Unterminated string"
                 )
                 if real or self.eof:
+                    at = self.offset + exc.pos
                     kind = "invalid JSON" if real else "truncated JSON (the file ends inside it)"
                     raise CaptureError(
-                        self.path, where, f"{kind}: {exc.msg} at character {self.offset + exc.pos}"
+                        self.path,
+                        where,
+                        f"{kind}: {exc.msg.removesuffix(' at')} at character {at}",
                     ) from None
                 self._grow(where)
                 continue
@@ -137,16 +140,20 @@ def walk_object(js: JsonStream, where: str) -> Iterator[str]:
 
 
 def walk_array(js: JsonStream, where: str, name: str) -> Iterator[Any]:
-    """Yield each element of the array at the cursor, decoded one at a time."""
+    """Yield each element of the array at the cursor, decoded one at a time.
+
+    Errors name the element as HAR readers count entries: ``entry 4 (log.entries[4])``.
+    """
     js.expect("[", where, f"{name} to be an array")
     if js.peek() == "]":
         js.pos += 1
         return
     index = 0
     while True:
-        yield js.value(f"{name}[{index}]")
+        label = f"entry {index} ({name}[{index}])"
+        yield js.value(label)
         index += 1
-        if js.expect(",]", f"{name}[{index - 1}]", "',' or ']'") == "]":
+        if js.expect(",]", label, "',' or ']' after it") == "]":
             return
 
 
