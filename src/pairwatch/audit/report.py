@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import operator
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -162,7 +163,8 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def _file_text(f: dict[str, Any]) -> list[str]:
     lines = [f"{f['path']}  ({FORMAT_NAMES.get(f['format'], f['format'])})"]
-    read = f"  {f['read']} {f['unit']}{'' if f['read'] == 1 else 's'} read"
+    unit = f["unit"] if f["read"] == 1 else {"entry": "entries"}.get(f["unit"], f["unit"] + "s")
+    read = f"  {f['read']} {unit} read"
     if f["skipped"]:
         read += "; skipped: " + ", ".join(f"{n} {why}" for why, n in f["skipped"].items())
     lines.append(read)
@@ -210,7 +212,8 @@ def _file_text(f: dict[str, Any]) -> list[str]:
         if w["problems"]:
             lines.append("     " + ", ".join(f"{k}: {v}" for k, v in w["problems"].items()))
         if w["diagnosis"] != diagnosis.OK:
-            lines.append(f"     -> {diagnosis.EXPLANATION[w['diagnosis']]}")
+            why = diagnosis.EXPLANATION[w["diagnosis"]]
+            lines += textwrap.wrap(why, 96, initial_indent="     -> ", subsequent_indent="        ")
     return lines
 
 
