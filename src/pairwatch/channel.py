@@ -34,6 +34,13 @@ class Options:
     ``timeout`` closes a batch whose responses have not all arrived; what is still pending
     then counts as missing.  The caps bound memory per channel; eviction counts as missing
     with close reason ``evicted``.
+
+    ``on_batch_closed`` is called with every closed :class:`~pairwatch.records.Batch`, after
+    its metrics are recorded, for callers that need per-batch detail the metrics cannot carry
+    (which ids went missing, where in a capture the batch was sent): the offline audit uses
+    it.  It runs on whatever thread closed the batch and is shielded like everything else:
+    an exception in it is counted in ``pairwatch.internal_errors`` and never reaches the
+    client.  Treat the batch as read-only.
     """
 
     timeout: float = 30.0
@@ -45,6 +52,7 @@ class Options:
     tracer_provider: trace.TracerProvider | None = None
     clock: Callable[[], float] = field(default=time.monotonic)
     repair: bool = False
+    on_batch_closed: Callable[[Batch], None] | None = None
 
     def limits(self) -> Limits:
         return Limits(self.timeout, self.max_open_batches, self.max_pending_ids)
@@ -80,14 +88,27 @@ def telemetry_for(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("labels", "telemetry")
+    __slots__ = ("labels", "on_closed", "telemetry")
 
-    def __init__(self, telemetry: Telemetry, labels: Labels) -> None:
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        labels: Labels,
+        on_closed: Callable[[Batch], None] | None = None,
+    ) -> None:
         self.telemetry = telemetry
         self.labels = labels
+        self.on_closed = on_closed
 
     def batch_closed(self, batch: Batch) -> None:
         self.telemetry.batch_closed(self.labels, batch)
+        if self.on_closed is not None:
+            # Shielded on its own so that a failing callback cannot skip the telemetry of
+            # the other batches closed by the same event.
+            try:
+                self.on_closed(batch)
+            except Exception as exc:
+                guard.report("on_batch_closed", exc, self.telemetry.internal_error)
         if batch.diagnosis != diagnosis.OK:
             guard.log_limited(
                 logging.WARNING,
@@ -129,7 +150,8 @@ class Channel:
         self.telemetry = telemetry_for(options)
         labels = self.telemetry.labels(transport, integration, server_address)
         self.ledger = Ledger(
-            _Sink(self.telemetry, labels), clock=options.clock, limits=options.limits(), bound=bound
+            _Sink(self.telemetry, labels, options.on_batch_closed),
+            clock=options.clock, limits=options.limits(), bound=bound
         )
         self._parse = wire.parse
         self._closed = False

@@ -11,7 +11,7 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("demo",)
+COMMANDS: tuple[str, ...] = ("demo", "audit")
 
 
 def build_parser() -> argparse.ArgumentParser:
