@@ -87,6 +87,7 @@ class WsTap:
             OrderedDict() if repair else None
         )
         self._seq = 0
+        self.seen = 0
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- install
@@ -133,6 +134,7 @@ class WsTap:
         try:
             if not _looks_json(data):
                 return data
+            self.seen += 1
             if not self._batches:
                 self.channel.received(data)
                 return data
@@ -140,20 +142,47 @@ class WsTap:
             if problem is not None or not isinstance(value, list):
                 self.channel.received(data)
                 return data
-            parsed = wire.classify(value)
-            self.channel.received_parsed(parsed)
-            ids = self._answered_batch(parsed)
-            if ids is None:
+            fixed = self._record_and_repair(value)
+            if fixed is value:
                 return data
-            fixed = repair(value, ids)
-            if not fixed.changed:
-                return data
-            self.channel.repaired(fixed.actions)
-            text = json.dumps(fixed.value, separators=(",", ":"), ensure_ascii=False)
+            text = json.dumps(fixed, separators=(",", ":"), ensure_ascii=False)
             return text if isinstance(data, str) else text.encode()
         except Exception as exc:
             guard.report("ws_received", exc, self.channel.telemetry.internal_error)
             return data
+
+    def decoded(self, value: Any) -> Any:
+        """Like :meth:`frame` for a message a reader decoded without passing through ``recv``.
+
+        A read already waiting when the tap was installed returns through the original
+        ``recv``; an integration that can see the decoded message further on hands it here.
+        """
+        try:
+            if self._batches and isinstance(value, list):
+                return self._record_and_repair(value)
+            self.channel.received(value)
+        except Exception as exc:
+            guard.report("ws_received", exc, self.channel.telemetry.internal_error)
+        return value
+
+    def take_seen(self) -> bool:
+        """True (once per message) when :meth:`frame` recorded a message."""
+        if self.seen:
+            self.seen -= 1
+            return True
+        return False
+
+    def _record_and_repair(self, value: list[Any]) -> Any:
+        parsed = wire.classify(value)
+        self.channel.received_parsed(parsed)
+        ids = self._answered_batch(parsed)
+        if ids is None:
+            return value
+        fixed = repair(value, ids)
+        if not fixed.changed:
+            return value
+        self.channel.repaired(fixed.actions)
+        return fixed.value
 
     def _answered_batch(self, parsed: wire.Payload) -> list[wire.IdKey | None] | None:
         keys = {m.key for m in parsed.messages if m.key is not None}

@@ -11,7 +11,10 @@ only what web3 looks up on every call, where the bytes cross the wire:
   This needs nothing from pairwatch's requests/aiohttp integrations.
 * WebSocketProvider: the frames of ``provider._ws`` (a websockets asyncio connection), tapped
   when it connects (``_provider_specific_connect``) and released at disconnect.  The
-  connection is one stream channel, as for any websockets client.
+  connection is one stream channel, as for any websockets client.  When the provider is
+  already connected, web3's listener is already waiting inside the original ``recv``; the
+  one message that wait returns is recorded where web3 caches it (already sorted by id, so
+  that message alone cannot show ``batch.out_of_order``).
 
 Repair mode (``repair=True``), for web3's position pairing after its sort by id: over HTTP
 the decoded reply is aligned in ``decode_rpc_response`` to the ids of the body sent in the
@@ -234,8 +237,20 @@ def _install_ws(handle: Web3Handle, provider: Any, options: Options) -> None:
                 handle.tap.uninstall("closed")
                 handle.tap = None
 
+    async def cache_raw_response(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        # web3's listener was already inside the original recv when the tap went in: the
+        # message it returns never passed the tap, so record (and repair) it here, decoded.
+        tap = handle.tap
+        if tap is not None and args and not tap.take_seen():
+            args = (tap.decoded(args[0]), *args[1:])
+        return await wrapped(*args, **kwargs)
+
     own = Patches(provider)
     handle.patches.append(own)
     own.wrap("_provider_specific_connect", connect)
     own.wrap("_provider_specific_disconnect", disconnect)
-    tap_current()  # already connected: tap the open socket now
+    if getattr(provider, "_ws", None) is not None:
+        tap_current()  # already connected: tap the open socket now
+        processor = Patches(provider._request_processor)
+        handle.patches.append(processor)
+        processor.wrap("cache_raw_response", cache_raw_response)
