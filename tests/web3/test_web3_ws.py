@@ -64,7 +64,7 @@ async def test_ws_exact_counts_and_the_silent_shift(name, anvil, chaos, otel, tr
         assert await w3.eth.chain_id == truth[0]  # a single request on the same socket
         srv.set_faults([fault])
         result = await batch(w3)
-    chain, block, gas = truth
+    _, block, gas = truth
     if plain == "truth":
         assert result == truth
     elif plain == "shifted":
@@ -81,8 +81,9 @@ async def test_ws_exact_counts_and_the_silent_shift(name, anvil, chaos, otel, tr
 
 @pytest.mark.parametrize("name", list(FAULTS))
 async def test_ws_repair(name, anvil, chaos, otel, truth):
-    from web3 import AsyncWeb3, WebSocketProvider
     from web3.exceptions import Web3RPCError
+
+    from web3 import AsyncWeb3, WebSocketProvider
 
     fault = FAULTS[name][0]
     srv = chaos(transport="ws", upstream=anvil.ws_url)
@@ -106,8 +107,9 @@ async def test_ws_instrumented_while_connected_sees_the_message_already_awaited(
     repair, anvil, chaos, otel, truth
 ):
     """web3's listener already waits inside the original recv: that message still counts."""
-    from web3 import AsyncWeb3, WebSocketProvider
     from web3.exceptions import Web3RPCError
+
+    from web3 import AsyncWeb3, WebSocketProvider
 
     srv = chaos(transport="ws", upstream=anvil.ws_url)
     async with AsyncWeb3(WebSocketProvider(srv.url, request_timeout=5)) as w3:
