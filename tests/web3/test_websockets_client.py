@@ -131,7 +131,7 @@ async def test_asyncio_repair_for_a_zip_based_caller(chaos, otel):
     )
     faults = [Fault("reorder"), Fault("drop", indices=[0]), Fault("duplicate", indices=[0])]
     # reversed [3, 2, 1, 0]; drop 3; duplicate 2; the last (0) gets a wrong id
-    srv.set_faults([faults + [Fault("wrong_id", indices=[-1])]])
+    srv.set_faults([[*faults, Fault("wrong_id", indices=[-1])]])
     requests = batch([0, 1, 2, 3])
     await ws.send(json.dumps(requests))
     replies = json.loads(await ws.recv())
