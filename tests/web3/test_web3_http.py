@@ -171,9 +171,8 @@ def test_http_repair_gives_each_request_its_own_value(name, anvil, chaos, otel, 
 
 @pytest.mark.parametrize("name", ["reorder", "drop", "duplicate", "unknown"])
 async def test_async_http_repair(name, anvil, chaos, otel, truth):
-    from web3.exceptions import Web3RPCError
-
     from web3 import AsyncHTTPProvider, AsyncWeb3
+    from web3.exceptions import Web3RPCError
 
     fault = FAULTS[name][0]
     srv = chaos(upstream=anvil.http_url)

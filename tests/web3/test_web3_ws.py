@@ -81,9 +81,8 @@ async def test_ws_exact_counts_and_the_silent_shift(name, anvil, chaos, otel, tr
 
 @pytest.mark.parametrize("name", list(FAULTS))
 async def test_ws_repair(name, anvil, chaos, otel, truth):
-    from web3.exceptions import Web3RPCError
-
     from web3 import AsyncWeb3, WebSocketProvider
+    from web3.exceptions import Web3RPCError
 
     fault = FAULTS[name][0]
     srv = chaos(transport="ws", upstream=anvil.ws_url)
@@ -107,9 +106,8 @@ async def test_ws_instrumented_while_connected_sees_the_message_already_awaited(
     repair, anvil, chaos, otel, truth
 ):
     """web3's listener already waits inside the original recv: that message still counts."""
-    from web3.exceptions import Web3RPCError
-
     from web3 import AsyncWeb3, WebSocketProvider
+    from web3.exceptions import Web3RPCError
 
     srv = chaos(transport="ws", upstream=anvil.ws_url)
     async with AsyncWeb3(WebSocketProvider(srv.url, request_timeout=5)) as w3:
