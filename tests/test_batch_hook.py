@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pairwatch
 from jsonrpc_build import dumps, note, req, res
+
+import pairwatch
 from pairwatch import Options
 from pairwatch.records import Batch
 

@@ -7,11 +7,11 @@ import subprocess
 import urllib.request
 
 import pytest
+from components import require
+from jsonrpc_build import dumps, err, req, res
 from prometheus_client.parser import text_string_to_metric_families
 
 import pairwatch
-from components import require
-from jsonrpc_build import dumps, err, req, res
 from pairwatch import exposition
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import warnings
 
 import pytest
-
-import pairwatch
 from jsonrpc_build import dumps, req
 from toy import AsyncToyClient, Encoder, ToyClient, server
+
+import pairwatch
 
 
 def instrumented(otel, client, **kw):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jsonrpc_build import dumps, err, note, req, res
 
 import pairwatch
-from jsonrpc_build import dumps, err, note, req, res
 from pairwatch import Options
 
 ZERO = {

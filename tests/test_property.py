@@ -6,10 +6,10 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pairwatch
 from jsonrpc_build import dumps, note, req, res
 from otel_support import FakeClock, Otel
+
+import pairwatch
 from pairwatch import Options
 
 ids = st.one_of(st.integers(0, 6), st.sampled_from(["a", "b", "c"]))

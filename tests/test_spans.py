@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from jsonrpc_build import dumps, err, req, res
 from opentelemetry.semconv._incubating.attributes import jsonrpc_attributes, rpc_attributes
 from opentelemetry.trace import SpanKind, StatusCode
 
 import pairwatch
-from jsonrpc_build import dumps, err, req, res
 from pairwatch import Options, telemetry
 
 

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from opentelemetry import context as otel_context
@@ -135,7 +135,7 @@ class Channel:
     channel's open batches, as on a websocket or a stdio session.
     """
 
-    __slots__ = ("__weakref__", "_closed", "_parse", "ledger", "options", "telemetry")
+    __slots__ = ("__weakref__", "_closed", "_labels", "_parse", "ledger", "options", "telemetry")
 
     def __init__(
         self,
@@ -148,7 +148,7 @@ class Channel:
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
-        labels = self.telemetry.labels(transport, integration, server_address)
+        self._labels = labels = self.telemetry.labels(transport, integration, server_address)
         self.ledger = Ledger(
             _Sink(self.telemetry, labels, options.on_batch_closed),
             clock=options.clock, limits=options.limits(), bound=bound
@@ -188,6 +188,14 @@ class Channel:
             self.ledger.received(payload)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
+
+    def repaired(self, actions: Mapping[str, int], *, is_batch: bool = True) -> None:
+        """Count the changes repair mode made to a reply read on this channel."""
+        try:
+            if actions:
+                self.telemetry.repair(self._labels, is_batch, actions)
+        except Exception as exc:
+            guard.report("repaired", exc, self.telemetry.internal_error)
 
     def close(self, reason: str = "closed") -> None:
         """Close every open batch; what is still pending counts as missing with ``reason``."""

@@ -40,6 +40,7 @@ REASON: Final = "pairwatch.reason"
 DUPLICATE_SCOPE: Final = "pairwatch.duplicate_scope"
 ERROR_KIND: Final = "pairwatch.error_kind"
 OUTCOME: Final = "pairwatch.outcome"
+REPAIR_ACTION: Final = "pairwatch.repair_action"
 
 OTHER_METHOD: Final = "_OTHER"
 SCOPE: Final = "pairwatch"
@@ -210,6 +211,11 @@ class Telemetry:
             unit="{event}",
             description="Replies where none was allowed, and similar",
         )
+        self.repaired = c(
+            "batch.repaired",
+            unit="{change}",
+            description="Changes repair mode made to a batch reply, by action",
+        )
         self.internal_errors = c(
             "pairwatch.internal_errors",
             unit="{error}",
@@ -269,6 +275,12 @@ class Telemetry:
         self._record_tally(
             labels, is_batch, tally.unknown, tally.null, tally.invalid, tally.violations
         )
+
+    def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
+        """Count what repair mode changed in one reply (see :mod:`pairwatch.repair`)."""
+        for action, n in actions.items():
+            if n:
+                self.repaired.add(n, labels.extra(is_batch, **{REPAIR_ACTION: action}))
 
     def internal_error(self, kind: str) -> None:
         self.internal_errors.add(1, {ERROR_KIND: kind})

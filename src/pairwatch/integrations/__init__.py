@@ -41,10 +41,11 @@ def register(integration: Integration) -> None:
 
 @dataclass(frozen=True)
 class Known:
-    """A library pairwatch ships an integration for, found without importing it.
+    """A library pairwatch ships an integration for, recognised without importing it.
 
-    ``roots`` are the top-level module names of the library's classes; ``module`` is the
-    integration module under :mod:`pairwatch.integrations`, imported on first use only.
+    Detection looks only at the top-level module names of the client's class hierarchy, so
+    ``instrument(obj)`` never imports web3 or websockets unless ``obj`` comes from them;
+    ``module`` (under :mod:`pairwatch.integrations`) is imported on first install.
     """
 
     name: str
@@ -70,6 +71,8 @@ KNOWN: tuple[Known, ...] = (
     Known("httpx", frozenset({"httpx", "httpx2"}), "httpx_client"),
     Known("requests", frozenset({"requests"}), "requests_client"),
     Known("aiohttp", frozenset({"aiohttp"}), "aiohttp_client"),
+    Known("web3", frozenset({"web3"}), "web3_provider"),
+    Known("websockets", frozenset({"websockets"}), "websockets_client"),
 )
 """Built-in integrations, in detection order; the global instrumentor walks the same list."""
 

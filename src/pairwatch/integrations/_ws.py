@@ -1,0 +1,340 @@
+"""Shared helpers for websocket integrations: instance patches and a frame tap.
+
+Both ``websockets_client`` (a connection the user holds) and ``web3_provider`` (the connection
+web3's WebSocketProvider opens) observe the same thing, the frames of one
+:mod:`websockets` connection, so the tap lives here and neither integration imports the
+other.  One connection is one stream channel: responses pair across all of its open batches.
+
+Frames are recorded where the bytes cross the connection's API: ``send`` before the frame
+leaves (so a fast reply can never arrive before its request is registered), ``recv`` and
+``recv_streaming`` after a whole message is read.  ``ConnectionClosed`` from any of them
+closes the channel: ``stream_end`` for a normal close (code 1000/1001, websockets'
+``ConnectionClosedOK``), ``stream_dropped`` otherwise.  Cancellation and timeouts are not a
+close.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import wrapt
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
+
+from pairwatch import guard, wire
+from pairwatch.channel import Channel, Options
+from pairwatch.repair import repair
+
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+_MISSING: Any = object()
+_TEXT = (str, bytes, bytearray, memoryview)
+
+
+class Patches:
+    """Wrappers placed in one object's ``__dict__``; ``restore`` puts back what was there."""
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+        self._saved: list[tuple[str, object]] = []
+
+    def wrap(self, name: str, wrapper: Wrapper) -> None:
+        original = getattr(self.obj, name)
+        own = vars(self.obj).get(name, _MISSING)
+        object.__setattr__(self.obj, name, wrapt.FunctionWrapper(original, wrapper))
+        self._saved.append((name, own))
+
+    def restore(self) -> None:
+        for name, own in reversed(self._saved):
+            if own is _MISSING:
+                object.__delattr__(self.obj, name)
+            else:
+                object.__setattr__(self.obj, name, own)
+        self._saved.clear()
+
+
+def close_reason(exc: BaseException) -> str:
+    return "stream_end" if isinstance(exc, ConnectionClosedOK) else "stream_dropped"
+
+
+def _looks_json(data: object) -> bool:
+    """Frames that cannot be JSON-RPC (pings in text, binary blobs) are not recorded."""
+    if isinstance(data, str):
+        return data.lstrip(" \t\r\n\ufeff")[:1] in ("{", "[")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        head = bytes(data[:64]).lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+        return head in (b"{", b"[")
+    return False
+
+
+class WsTap:
+    """Feeds one websocket connection's messages into one stream channel.
+
+    With ``repair``, each array frame the client reads is first recorded as it arrived, then
+    aligned (:func:`pairwatch.repair.repair`) to the batch it answers: the open batch sharing
+    the most ids with it, else the oldest.  Single-object frames are never repaired on a
+    stream, where a lone object may as well answer a single request.
+    """
+
+    def __init__(self, conn: object, channel: Channel, *, repair: bool = False) -> None:
+        self.conn = conn
+        self.channel = channel
+        self.patches = Patches(conn)
+        self._batches: OrderedDict[int, list[wire.IdKey | None]] | None = (
+            OrderedDict() if repair else None
+        )
+        self._seq = 0
+        self.seen = 0
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- install
+    def install(self) -> WsTap:
+        conn = self.conn
+        is_async = inspect.iscoroutinefunction(conn.recv)  # type: ignore[attr-defined]
+        self.patches.wrap("send", self._asend if is_async else self._send)
+        self.patches.wrap("recv", self._arecv if is_async else self._recv)
+        if hasattr(conn, "recv_streaming"):
+            self.patches.wrap("recv_streaming", self._recv_streaming)
+        self.patches.wrap("close", self._aclose if is_async else self._close)
+        return self
+
+    def uninstall(self, reason: str = "closed") -> None:
+        self.patches.restore()
+        self.close(reason)
+
+    def close(self, reason: str) -> None:
+        self.channel.close(reason)
+        if self._batches is not None:
+            with self._lock:
+                self._batches.clear()
+
+    # ------------------------------------------------------------- recording
+    def record_sent(self, payload: object) -> None:
+        try:
+            if not _looks_json(payload):
+                return
+            parsed = wire.parse(payload)
+            self.channel.sent_parsed(parsed)
+            if self._batches is not None and parsed.is_batch:
+                ids = [m.key for m in parsed.messages if m.kind is wire.Kind.REQUEST]
+                if ids:
+                    with self._lock:
+                        self._seq += 1
+                        self._batches[self._seq] = ids
+                        while len(self._batches) > self.channel.options.max_open_batches:
+                            self._batches.popitem(last=False)
+        except Exception as exc:
+            guard.report("ws_sent", exc, self.channel.telemetry.internal_error)
+
+    def frame(self, data: Any) -> Any:
+        """Record a received message; return it, or its repaired form in repair mode."""
+        try:
+            if not _looks_json(data):
+                return data
+            self.seen += 1
+            if not self._batches:
+                self.channel.received(data)
+                return data
+            value, problem = wire.decode(data)
+            if problem is not None or not isinstance(value, list):
+                self.channel.received(data)
+                return data
+            fixed = self._record_and_repair(value)
+            if fixed is value:
+                return data
+            text = json.dumps(fixed, separators=(",", ":"), ensure_ascii=False)
+            return text if isinstance(data, str) else text.encode()
+        except Exception as exc:
+            guard.report("ws_received", exc, self.channel.telemetry.internal_error)
+            return data
+
+    def decoded(self, value: Any) -> Any:
+        """Like :meth:`frame` for a message a reader decoded without passing through ``recv``.
+
+        A read already waiting when the tap was installed returns through the original
+        ``recv``; an integration that can see the decoded message further on hands it here.
+        """
+        try:
+            if self._batches and isinstance(value, list):
+                return self._record_and_repair(value)
+            self.channel.received(value)
+        except Exception as exc:
+            guard.report("ws_received", exc, self.channel.telemetry.internal_error)
+        return value
+
+    def take_seen(self) -> bool:
+        """True (once per message) when :meth:`frame` recorded a message."""
+        if self.seen:
+            self.seen -= 1
+            return True
+        return False
+
+    def _record_and_repair(self, value: list[Any]) -> Any:
+        parsed = wire.classify(value)
+        self.channel.received_parsed(parsed)
+        ids = self._answered_batch(parsed)
+        if ids is None:
+            return value
+        fixed = repair(value, ids)
+        if not fixed.changed:
+            return value
+        self.channel.repaired(fixed.actions)
+        return fixed.value
+
+    def _answered_batch(self, parsed: wire.Payload) -> list[wire.IdKey | None] | None:
+        keys = {m.key for m in parsed.messages if m.key is not None}
+        with self._lock:
+            if not self._batches:
+                return None
+            best, overlap = next(iter(self._batches)), -1
+            for seq, ids in self._batches.items():
+                n = sum(1 for k in ids if k in keys)
+                if n > overlap:
+                    best, overlap = seq, n
+            return self._batches.pop(best)
+
+    def _outgoing(self, message: Any, is_async: bool) -> Any:
+        """Record a message about to be sent; fragmented messages are recorded when complete."""
+        if isinstance(message, _TEXT):
+            self.record_sent(message)
+            return message
+        if isinstance(message, Mapping):
+            return message  # websockets refuses it; let it say so
+        if is_async and isinstance(message, AsyncIterable):
+            return self._atee(message)
+        if isinstance(message, Iterable):
+            return self._tee(message)
+        return message
+
+    def _tee(self, fragments: Iterable[Any]) -> Iterator[Any]:
+        parts: list[Any] = []
+        for part in fragments:
+            parts.append(part)
+            yield part
+        self._record_joined(parts, self.record_sent)
+
+    async def _atee(self, fragments: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        parts: list[Any] = []
+        async for part in fragments:
+            parts.append(part)
+            yield part
+        self._record_joined(parts, self.record_sent)
+
+    def _record_joined(self, parts: list[Any], record: Callable[[Any], Any]) -> None:
+        try:
+            if parts and all(isinstance(p, str) for p in parts):
+                record("".join(parts))
+            elif parts:
+                record(b"".join(bytes(p) for p in parts))
+        except Exception as exc:
+            guard.report("ws_fragments", exc, self.channel.telemetry.internal_error)
+
+    # -------------------------------------------------------------- wrappers
+    def _send(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        args, kwargs = self._swap_message(args, kwargs, is_async=False)
+        try:
+            return wrapped(*args, **kwargs)
+        except ConnectionClosed as exc:
+            self.close(close_reason(exc))
+            raise
+
+    async def _asend(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        args, kwargs = self._swap_message(args, kwargs, is_async=True)
+        try:
+            return await wrapped(*args, **kwargs)
+        except ConnectionClosed as exc:
+            self.close(close_reason(exc))
+            raise
+
+    def _swap_message(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, is_async: bool
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        try:
+            if args:
+                return (self._outgoing(args[0], is_async), *args[1:]), kwargs
+            if "message" in kwargs:
+                return args, {**kwargs, "message": self._outgoing(kwargs["message"], is_async)}
+        except Exception as exc:
+            guard.report("ws_send", exc, self.channel.telemetry.internal_error)
+        return args, kwargs
+
+    def _recv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            data = wrapped(*args, **kwargs)
+        except ConnectionClosed as exc:
+            self.close(close_reason(exc))
+            raise
+        return self.frame(data)
+
+    async def _arecv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            data = await wrapped(*args, **kwargs)
+        except ConnectionClosed as exc:
+            self.close(close_reason(exc))
+            raise
+        return self.frame(data)
+
+    def _recv_streaming(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        stream = wrapped(*args, **kwargs)
+        if inspect.isasyncgen(stream) or hasattr(stream, "__anext__"):
+            return self._astream(stream)
+        return self._stream(stream)
+
+    def _stream(self, stream: Iterable[Any]) -> Iterator[Any]:
+        parts: list[Any] = []
+        try:
+            for part in stream:
+                parts.append(part)
+                yield part
+        except ConnectionClosed as exc:
+            self.close(close_reason(exc))
+            raise
+        self._record_joined(parts, self.frame)
+
+    async def _astream(self, stream: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        parts: list[Any] = []
+        try:
+            async for part in stream:
+                parts.append(part)
+                yield part
+        except ConnectionClosed as exc:
+            self.close(close_reason(exc))
+            raise
+        self._record_joined(parts, self.frame)
+
+    def _close(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            self.close("closed")
+
+    async def _aclose(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            self.close("closed")
+
+
+def server_host(conn: Any) -> str | None:
+    """The peer's host, for the ``server.address`` attribute (never the port: cardinality)."""
+    try:
+        address = conn.remote_address
+        if isinstance(address, tuple) and address:
+            return str(address[0])
+    except Exception:
+        pass
+    return None
+
+
+def instrument_connection(conn: Any, options: Options, *, integration: str = "websockets") -> WsTap:
+    """Tap one open connection: a new stream channel, labelled with ``integration``."""
+    channel = Channel(
+        transport="websocket",
+        integration=integration,
+        server_address=server_host(conn),
+        options=options,
+    )
+    return WsTap(conn, channel, repair=options.repair).install()

@@ -1,0 +1,48 @@
+"""Fixtures for the web3 and websockets tests: a real anvil node, chaos proxies in front."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from anvil_node import INSTALL, Anvil, find_anvil
+from components import require
+
+from pairwatch.chaos import ChaosServer
+
+
+@pytest.fixture(scope="session")
+def anvil(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Anvil]:
+    require(importlib.util.find_spec("web3") is not None, "web3", "pip install 'pairwatch[web3]'")
+    binary = find_anvil()
+    require(binary is not None, "anvil (@foundry-rs/anvil-linux-amd64)", INSTALL)
+    assert binary is not None
+    node = Anvil(binary, tmp_path_factory.mktemp("anvil") / "anvil.log")
+    yield node
+    node.stop()
+
+
+@pytest.fixture
+def chaos() -> Iterator[Callable[..., ChaosServer]]:
+    """Factory: a ChaosServer in a thread (a proxy when given upstream=); stopped at teardown."""
+    started: list[ChaosServer] = []
+
+    def make(*args: Any, **kwargs: Any) -> ChaosServer:
+        srv = ChaosServer(*args, **kwargs).run_in_thread()
+        started.append(srv)
+        return srv
+
+    yield make
+    for srv in started:
+        srv.stop_thread()
+
+
+@pytest.fixture(scope="session")
+def truth(anvil: Anvil) -> list[int]:
+    """What direct single calls return for the batch the tests send."""
+    from web3 import HTTPProvider, Web3
+
+    w3 = Web3(HTTPProvider(anvil.http_url))
+    return [w3.eth.chain_id, w3.eth.block_number, w3.eth.gas_price]
