@@ -11,7 +11,10 @@ puts the original methods back.
 BaseInstrumentor refuses to instrument when any listed dependency is missing.
 
 Clients instrumented one by one with ``pairwatch.instrument(client)`` keep their own
-settings: their exchanges are tracked once, by their own wrapper.
+settings: their exchanges are tracked once, by their own wrapper.  web3's HTTP providers are
+covered through requests and aiohttp; a web3 ``WebSocketProvider`` and ``websockets``
+connections are per-instance only (``pairwatch.instrument(obj)``): their integrations have no
+class-level targets.
 """
 
 from __future__ import annotations
@@ -64,7 +67,10 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 if not any(_installed(root) for root in known.roots):
                     continue
                 module = known.load()
-                for cls, method, wrapper in module.targets(self._current_options):
+                targets = getattr(module, "targets", None)
+                if targets is None:
+                    continue  # instance-only integrations (web3 websockets, websockets)
+                for cls, method, wrapper in targets(self._current_options):
                     wrapt.wrap_function_wrapper(cls, method, wrapper)
                     self._wrapped.append((cls, method))
 

@@ -265,3 +265,21 @@ def test_failed_exchange_closes_as_send_failed(otel):
         w3.eth.chain_id  # noqa: B018
     assert otel.value("batch.closed", pairwatch__close_reason="send_failed") >= 1
     assert otel.value("batch.missing_response", pairwatch__close_reason="send_failed") >= 1
+
+
+def test_web3_with_the_global_http_instrumentation_counts_once(anvil, otel, truth):
+    from web3 import HTTPProvider, Web3
+
+    from pairwatch.instrumentor import PairwatchInstrumentor
+
+    instrumentor = PairwatchInstrumentor()
+    instrumentor.instrument(meter_provider=otel.meter_provider)
+    try:
+        w3 = Web3(HTTPProvider(anvil.http_url))
+        pairwatch.instrument(w3, meter_provider=otel.meter_provider)
+        assert sync_batch(w3) == truth
+        # web3's exchange is the outer one: requests' wrapper sees it is tracked and passes.
+        assert otel.value("batch.requests") == 3
+        assert otel.value("batch.requests", pairwatch__integration="web3") == 3
+    finally:
+        instrumentor.uninstrument()

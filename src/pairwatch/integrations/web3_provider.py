@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from pairwatch import guard, wire
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle
+from pairwatch.integrations._patch import tracking
 from pairwatch.integrations._ws import Patches, WsTap, instrument_connection
 from pairwatch.repair import repair
 
@@ -157,7 +158,10 @@ class _Exchanges:
     def post(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         begun = self.begin(args, kwargs)
         try:
-            raw = wrapped(*args, **kwargs)
+            # Marked as tracked so that the requests/aiohttp integrations, if also on,
+            # pass this exchange through instead of counting it a second time.
+            with tracking():
+                raw = wrapped(*args, **kwargs)
         except BaseException:
             self.fail(begun)
             raise
@@ -167,7 +171,8 @@ class _Exchanges:
     async def apost(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         begun = self.begin(args, kwargs)
         try:
-            raw = await wrapped(*args, **kwargs)
+            with tracking():
+                raw = await wrapped(*args, **kwargs)
         except BaseException:
             self.fail(begun)
             raise
