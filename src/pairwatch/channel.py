@@ -22,7 +22,7 @@ from opentelemetry import metrics, trace
 from pairwatch import diagnosis, guard, wire
 from pairwatch.ledger import Ledger, Limits
 from pairwatch.records import Batch, Tally
-from pairwatch.telemetry import Labels, Telemetry
+from pairwatch.telemetry import Labels, SpanAttributes, Telemetry
 
 __all__ = ["Channel", "Options", "open_channel"]
 
@@ -80,14 +80,17 @@ def telemetry_for(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("labels", "telemetry")
+    __slots__ = ("labels", "span_attributes", "telemetry")
 
-    def __init__(self, telemetry: Telemetry, labels: Labels) -> None:
+    def __init__(
+        self, telemetry: Telemetry, labels: Labels, span_attributes: SpanAttributes | None = None
+    ) -> None:
         self.telemetry = telemetry
         self.labels = labels
+        self.span_attributes = span_attributes
 
     def batch_closed(self, batch: Batch) -> None:
-        self.telemetry.batch_closed(self.labels, batch)
+        self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
         if batch.diagnosis != diagnosis.OK:
             guard.log_limited(
                 logging.WARNING,
@@ -112,9 +115,12 @@ class Channel:
     ``bound=True`` is for request/response exchanges (one HTTP POST and its body): every
     reply belongs to the batch sent on it.  Otherwise responses pair across all of the
     channel's open batches, as on a websocket or a stdio session.
+
+    ``span_attributes`` (optional) adds an integration's own attributes to each request's
+    span at close, e.g. the MCP tool name; telemetry stays protocol-agnostic.
     """
 
-    __slots__ = ("__weakref__", "_closed", "_parse", "ledger", "options", "telemetry")
+    __slots__ = ("__weakref__", "_closed", "_parse", "_sink", "ledger", "options", "telemetry")
 
     def __init__(
         self,
@@ -124,13 +130,13 @@ class Channel:
         server_address: str | None = None,
         bound: bool = False,
         options: Options | None = None,
+        span_attributes: SpanAttributes | None = None,
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
         labels = self.telemetry.labels(transport, integration, server_address)
-        self.ledger = Ledger(
-            _Sink(self.telemetry, labels), clock=options.clock, limits=options.limits(), bound=bound
-        )
+        self._sink = _Sink(self.telemetry, labels, span_attributes)
+        self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
         self._parse = wire.parse
         self._closed = False
         if not bound:
@@ -175,6 +181,31 @@ class Channel:
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
 
+    def close_batch(self, batch: Batch, reason: str) -> None:
+        """Close one batch (as returned by :meth:`sent`) whose caller stopped waiting.
+
+        For integrations whose client library gives up on one request without the stream
+        ending: its own read timeout, or an error it synthesized.  What is still pending
+        counts as missing with ``reason``; a batch already closed is left alone.
+        """
+        try:
+            self.ledger.close_batch(batch, reason)
+        except Exception as exc:
+            guard.report("close", exc, self.telemetry.internal_error)
+
+    def relabel(
+        self, *, transport: str, integration: str, server_address: str | None = None
+    ) -> None:
+        """Change the channel's metric labels for batches that close from now on.
+
+        For integrations that learn the transport only from the first message received
+        (an MCP session does not know which transport feeds it).
+        """
+        try:
+            self._sink.labels = self.telemetry.labels(transport, integration, server_address)
+        except Exception as exc:
+            guard.report("relabel", exc, self.telemetry.internal_error)
+
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""
         try:
@@ -194,6 +225,7 @@ def open_channel(
     server_address: str | None = None,
     bound: bool = False,
     options: Options | None = None,
+    span_attributes: SpanAttributes | None = None,
     **settings: object,
 ) -> Channel:
     """Open a channel by hand, for clients that no integration covers.
@@ -209,6 +241,7 @@ def open_channel(
         server_address=server_address,
         bound=bound,
         options=options,
+        span_attributes=span_attributes,
     )
 
 
