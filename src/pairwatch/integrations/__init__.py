@@ -35,3 +35,17 @@ REGISTRY: list[Integration] = []
 def register(integration: Integration) -> None:
     """Add an integration; later registrations are tried first so users can override."""
     REGISTRY.insert(0, integration)
+
+
+def _is_mcp(obj: object) -> bool:
+    """By the type's module alone, so that mcp is never imported to look at other clients."""
+    return type(obj).__module__.partition(".")[0] == "mcp"
+
+
+def _install_mcp(obj: object, options: Options) -> Handle:
+    from pairwatch.integrations import mcp_session  # imports mcp: only for mcp's objects
+
+    return mcp_session.install(obj, options)
+
+
+register(Integration("mcp", _is_mcp, _install_mcp))
