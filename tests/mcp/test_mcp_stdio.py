@@ -53,12 +53,32 @@ async def scenario(s: ClientSession) -> list[object]:
     return seen
 
 
+def check_spans(otel: Otel) -> None:
+    """pairwatch's spans sit beside the SDK's: own scope, MCP attribute names."""
+    children = [sp for sp in otel.spans() if sp.parent is not None]
+    assert {sp.instrumentation_scope.name for sp in children} == {"pairwatch"}
+    calls = {sp.attributes["gen_ai.tool.name"]: sp for sp in children if sp.name == "tools/call"}
+    add, slow = calls["add"], calls["slow"]
+    assert add.attributes["mcp.method.name"] == "tools/call"
+    assert add.attributes["jsonrpc.request.id"] == "2"
+    assert add.attributes["pairwatch.outcome"] == "paired"
+    assert slow.attributes["pairwatch.outcome"] == "missing"
+    assert calls["exit_now"].attributes["pairwatch.outcome"] == "missing"
+    init = next(sp for sp in children if sp.name == "initialize")
+    assert init.attributes["mcp.method.name"] == "initialize"
+    assert "gen_ai.tool.name" not in init.attributes
+
+
 async def test_caller_sees_the_same_with_and_without_pairwatch_and_books_are_exact():
     async with session(None) as plain:
         expected = await scenario(plain)
     otel = Otel()
     async with session(otel) as s:
         assert await scenario(s) == expected == ["5", "sampled", "pinged", -32001, -32000]
+        channel = pairwatch.api._handles[id(s)][1].state.channel
+        # the server's sampling and ping requests (ids 1 and 2, like the client's) were
+        # answered and paired in the inbound table, apart from the client's requests
+        assert channel.ledger.inbound_pending == 0
     counters = otel.counters()
     # initialize, add, the SDK's own tools/list after it, ask_llm, ping_client: 5 paired;
     # slow (the SDK's read timeout) and exit_now (the server dies): 2 missing
@@ -71,39 +91,7 @@ async def test_caller_sees_the_same_with_and_without_pairwatch_and_books_are_exa
     assert counters.get("batch.invalid_response", 0) == 0
     assert otel.attrs("batch.requests")[0]["pairwatch.transport"] == "stdio"
     assert otel.attrs("batch.requests")[0]["pairwatch.integration"] == "mcp"
-
-
-async def test_server_requests_pair_in_their_own_table():
-    otel = Otel()
-    async with session(otel) as s:
-        await s.initialize()
-        for _ in range(2):  # the server's ids (1, 2, ...) overlap the client's
-            assert text(await s.call_tool("ask_llm", {"prompt": "x"})) == "sampled"
-            assert text(await s.call_tool("ping_client", {})) == "pinged"
-        channel = pairwatch.api._handles[id(s)][1].state.channel
-        assert channel.ledger.inbound_pending == 0
-        assert channel.ledger.pending_ids == 0
-    assert otel.value("batch.unknown_id_response") == 0
-    assert otel.value("batch.closed", pairwatch__diagnosis="ok") == otel.value("batch.closed")
-
-
-async def test_spans_carry_mcp_attributes_beside_the_sdk_spans():
-    otel = Otel()
-    async with session(otel) as s:
-        await s.initialize()
-        await s.call_tool("add", {"a": 1, "b": 1})
-        with pytest.raises(MCPError):
-            await s.call_tool("slow", {"seconds": 5}, read_timeout_seconds=0.3)
-    children = [sp for sp in otel.spans() if sp.parent is not None]
-    calls = {sp.attributes["gen_ai.tool.name"]: sp for sp in children if sp.name == "tools/call"}
-    add, slow = calls["add"], calls["slow"]
-    assert add.attributes["mcp.method.name"] == "tools/call"
-    assert add.attributes["jsonrpc.request.id"] == "2"
-    assert add.attributes["pairwatch.outcome"] == "paired"
-    assert slow.attributes["pairwatch.outcome"] == "missing"
-    assert {sp.instrumentation_scope.name for sp in children} == {"pairwatch"}
-    init = next(sp for sp in children if sp.name == "initialize")
-    assert "gen_ai.tool.name" not in init.attributes
+    check_spans(otel)
 
 
 async def test_uninstrument_restores_the_session_and_the_transports():
@@ -141,3 +129,4 @@ def test_detection_is_lazy_and_refuses_what_it_cannot_pair():
     assert mcp_integration.detect(client)
     with pytest.raises(TypeError, match="enter the mcp Client first"):
         pairwatch.instrument(client)
+
