@@ -22,7 +22,7 @@ from opentelemetry import metrics, trace
 from pairwatch import diagnosis, guard, wire
 from pairwatch.ledger import Ledger, Limits
 from pairwatch.records import Batch, Tally
-from pairwatch.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, Telemetry
+from pairwatch.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
 
 __all__ = ["Channel", "Options", "open_channel"]
 
@@ -88,20 +88,22 @@ def telemetry_for(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("labels", "on_closed", "telemetry")
+    __slots__ = ("labels", "on_closed", "span_attributes", "telemetry")
 
     def __init__(
         self,
         telemetry: Telemetry,
         labels: Labels,
         on_closed: Callable[[Batch], None] | None = None,
+        span_attributes: SpanAttributes | None = None,
     ) -> None:
         self.telemetry = telemetry
         self.labels = labels
         self.on_closed = on_closed
+        self.span_attributes = span_attributes
 
     def batch_closed(self, batch: Batch) -> None:
-        self.telemetry.batch_closed(self.labels, batch)
+        self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
         if self.on_closed is not None:
             # Shielded on its own so that a failing callback cannot skip the telemetry of
             # the other batches closed by the same event.
@@ -133,9 +135,14 @@ class Channel:
     ``bound=True`` is for request/response exchanges (one HTTP POST and its body): every
     reply belongs to the batch sent on it.  Otherwise responses pair across all of the
     channel's open batches, as on a websocket or a stdio session.
+
+    ``span_attributes`` (optional) adds an integration's own attributes to each request's
+    span at close, e.g. the MCP tool name; telemetry stays protocol-agnostic.
     """
 
-    __slots__ = ("__weakref__", "_closed", "_labels", "_parse", "ledger", "options", "telemetry")
+    __slots__ = (
+        "__weakref__", "_closed", "_labels", "_parse", "_sink", "ledger", "options", "telemetry",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -145,14 +152,13 @@ class Channel:
         server_address: str | None = None,
         bound: bool = False,
         options: Options | None = None,
+        span_attributes: SpanAttributes | None = None,
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
         self._labels = labels = self.telemetry.labels(transport, integration, server_address)
-        self.ledger = Ledger(
-            _Sink(self.telemetry, labels, options.on_batch_closed),
-            clock=options.clock, limits=options.limits(), bound=bound
-        )
+        self._sink = _Sink(self.telemetry, labels, options.on_batch_closed, span_attributes)
+        self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
         self._parse = wire.parse
         self._closed = False
         if not bound:
@@ -205,6 +211,18 @@ class Channel:
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
 
+    def close_batch(self, batch: Batch, reason: str) -> None:
+        """Close one batch (as returned by :meth:`sent`) whose caller stopped waiting.
+
+        For integrations whose client library gives up on one request without the stream
+        ending: its own read timeout, or an error it synthesized.  What is still pending
+        counts as missing with ``reason``; a batch already closed is left alone.
+        """
+        try:
+            self.ledger.close_batch(batch, reason)
+        except Exception as exc:
+            guard.report("close", exc, self.telemetry.internal_error)
+
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""
         try:
@@ -212,20 +230,23 @@ class Channel:
         except Exception as exc:
             guard.report("expire", exc, self.telemetry.internal_error)
 
-    def relabel(self, transport: str) -> None:
-        """Change the transport label of what this channel reports from now on.
+    def relabel(
+        self, transport: str, *, integration: str | None = None, server_address: str | None = None
+    ) -> None:
+        """Change the channel's labels for what it reports from now on (open batches too).
 
-        An HTTP exchange learns whether its reply is an event stream only from the response
-        headers, after the request was recorded; batches still open report the new label.
+        Some integrations learn a label only after the first request was recorded: an HTTP
+        exchange learns that its reply is an event stream from the response headers, an MCP
+        session learns its transport from the first message it receives.  Labels not given
+        are kept.
         """
         try:
-            sink = self.ledger.sink
-            if isinstance(sink, _Sink):
-                old = sink.labels
-                integration = old.base.get(INTEGRATION, "manual")
-                sink.labels = self.telemetry.labels(
-                    transport, integration, old.base.get(SERVER_ADDRESS)
-                )
+            old = self._sink.labels
+            self._labels = self._sink.labels = self.telemetry.labels(
+                transport,
+                integration if integration is not None else old.base.get(INTEGRATION, "manual"),
+                server_address if server_address is not None else old.base.get(SERVER_ADDRESS),
+            )
         except Exception as exc:
             guard.report("relabel", exc, self.telemetry.internal_error)
 
@@ -249,6 +270,7 @@ def open_channel(
     server_address: str | None = None,
     bound: bool = False,
     options: Options | None = None,
+    span_attributes: SpanAttributes | None = None,
     **settings: object,
 ) -> Channel:
     """Open a channel by hand, for clients that no integration covers.
@@ -264,6 +286,7 @@ def open_channel(
         server_address=server_address,
         bound=bound,
         options=options,
+        span_attributes=span_attributes,
     )
 
 

@@ -322,6 +322,15 @@ class Ledger:
                 self._finish(batch, reason, closed)
         self._emit(closed)
 
+    def close_batch(self, batch: Batch, reason: str) -> None:
+        """Close one batch now: its caller stopped waiting (a client library's own timeout,
+        an error it synthesized).  What is still pending counts as missing with ``reason``."""
+        closed: list[Batch] = []
+        with self._lock:
+            if self._open.get(batch.seq) is batch:
+                self._finish(batch, reason, closed)
+        self._emit(closed)
+
     def expire(self) -> None:
         """Close batches whose timeout passed; called by the sweeper and on every event."""
         closed: list[Batch] = []
@@ -336,6 +345,11 @@ class Ledger:
     @property
     def pending_ids(self) -> int:
         return self._pending_count
+
+    @property
+    def inbound_pending(self) -> int:
+        """Server-initiated requests received and not yet answered by the client."""
+        return sum(self._inbound.values())
 
     def _expire(self, now: float, closed: list[Batch]) -> None:
         if not self._open:

@@ -96,7 +96,8 @@ class Batch:
     """
 
     __slots__ = (
-        "close_reason", "closed_at", "context", "count_mismatch", "deadline", "diagnosis",
+        "__weakref__", "close_reason", "closed_at", "context", "count_mismatch", "deadline",
+        "diagnosis",
         "duplicate_at", "duplicates_cross", "duplicates_in", "error_codes", "expected_nothing",
         "high_index", "invalid", "invalid_at", "invalid_requests", "is_batch", "keys",
         "late_unknown", "methods", "missing", "notifications", "null", "open", "out_of_order",

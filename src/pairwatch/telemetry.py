@@ -13,16 +13,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from pairwatch.records import Batch, Call, Tally
 
 Attrs = Mapping[str, str]
+
+SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
+"""A channel's optional hook: extra attributes for one request's span, computed at close.
+
+Integrations know things the wire does not (an MCP tool name, a protocol's own method
+attribute); the hook lets them add those without telemetry knowing any protocol."""
 
 # Semantic-convention attribute names (opentelemetry.semconv._incubating): kept as literals
 # so that an incubating module moving does not break import; a test pins them.
@@ -234,7 +241,9 @@ class Telemetry:
         return found
 
     # ------------------------------------------------------------------ metrics
-    def batch_closed(self, labels: Labels, batch: Batch) -> None:
+    def batch_closed(
+        self, labels: Labels, batch: Batch, span_attributes: SpanAttributes | None = None
+    ) -> None:
         is_batch = batch.is_batch
         attrs = labels.by_batch[is_batch]
         self.size.record(batch.size, attrs)
@@ -268,7 +277,7 @@ class Telemetry:
             labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
         )
         if self.spans:
-            self._spans(batch)
+            self._spans(batch, span_attributes)
 
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         is_batch = batch.is_batch if batch is not None else False
@@ -329,7 +338,7 @@ class Telemetry:
     def _ns(self, monotonic: float) -> int:
         return round(monotonic * 1e9) + self._epoch_offset_ns
 
-    def _spans(self, batch: Batch) -> None:
+    def _spans(self, batch: Batch, span_attributes: SpanAttributes | None = None) -> None:
         parent = batch.context if isinstance(batch.context, Context) else None
         root = self.tracer.start_span(
             "jsonrpc batch" if batch.is_batch else "jsonrpc request",
@@ -356,19 +365,21 @@ class Telemetry:
         ctx = trace.set_span_in_context(root)
         end = batch.sent_at
         for call in batch.calls:
-            end = max(end, self._child(ctx, batch, call))
+            end = max(end, self._child(ctx, batch, call, span_attributes))
         if batch.diagnosis != "ok":
             root.set_status(Status(StatusCode.ERROR, batch.diagnosis))
         root.end(end_time=self._ns(end))
 
-    def _child(self, ctx: Context, batch: Batch, call: Call) -> float:
+    def _child(
+        self, ctx: Context, batch: Batch, call: Call, span_attributes: SpanAttributes | None
+    ) -> float:
         span = self.tracer.start_span(
             call.method or "jsonrpc",
             context=ctx,
             kind=SpanKind.CLIENT,
             start_time=self._ns(call.sent_at),
         )
-        attrs: dict[str, str | float | bool] = {RPC_SYSTEM_NAME: "jsonrpc"}
+        attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
         if call.method is not None:
             attrs[RPC_METHOD] = call.method
         if call.key is not None:
@@ -385,6 +396,14 @@ class Telemetry:
             attrs["pairwatch.pair_latency"] = ended - call.sent_at
         if call.invalid:
             attrs["pairwatch.invalid_response"] = True
+        if span_attributes is not None:
+            try:
+                extra = span_attributes(call)
+            except Exception:  # an integration's hook must not cost the span or the metrics
+                self.internal_error("span_attributes")
+                extra = None
+            if extra:
+                attrs.update(extra)
         span.set_attributes(attrs)
         span.end(end_time=self._ns(ended))
         return ended

@@ -73,6 +73,7 @@ KNOWN: tuple[Known, ...] = (
     Known("aiohttp", frozenset({"aiohttp"}), "aiohttp_client"),
     Known("web3", frozenset({"web3"}), "web3_provider"),
     Known("websockets", frozenset({"websockets"}), "websockets_client"),
+    Known("mcp", frozenset({"mcp"}), "mcp_session"),
 )
 """Built-in integrations, in detection order; the global instrumentor walks the same list."""
 

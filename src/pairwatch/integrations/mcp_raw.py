@@ -1,0 +1,182 @@
+"""Process-wide taps that keep the raw text of every message an MCP client transport parses.
+
+Why: by the time a message reaches the session's dispatcher the SDK has parsed it, and over
+streamable HTTP it has even rewritten the id (a response on a POST's SSE stream gets the
+POST's request id) or replaced the message with an error of its own.  Exact unknown-id,
+null-id and invalid counts therefore need the text as it came off the wire.  The taps put it
+where the per-session ``_dispatch`` wrapper (:mod:`pairwatch.integrations.mcp_session`) can
+find it for the very item being dispatched:
+
+* stdio: ``mcp.client.stdio._parse_line(line)`` is wrapped; the raw line is attached to the
+  ``SessionMessage`` (or the parse exception) it returns, as ``_pairwatch_raw``.  The stdio
+  streams are plain memory streams, so an attribute is the only thing that travels.
+* streamable HTTP and SSE: both transports send into a ``ContextSendStream``, which snapshots
+  the sender's contextvars at every ``send``; the dispatcher passes that snapshot to
+  ``_dispatch`` as ``sender_ctx``.  The module-level ``jsonrpc_message_adapter`` that the
+  transports parse with is replaced by a stand-in whose ``validate_json`` first stores the raw
+  text in a :class:`~contextvars.ContextVar`.  That one hook sees every body the SDK parses:
+  SSE event data, a JSON response body, and the JSON error body of a 4xx reply.
+  ``StreamableHTTPTransport._handle_post_request`` / ``handle_get_stream`` are wrapped only to
+  publish the server's host name (for the ``server.address`` label) the same way.
+
+A stored :class:`Raw` is taken once: an error the SDK synthesizes later in the same task (the
+stream ended, a 202, an unexpected content type) finds it already taken and is recognised as
+synthesized, not as a second copy of the server's message.
+
+The taps are installed when the first session is instrumented and removed when the last one
+is uninstrumented.  They never change what the SDK parses or returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import wrapt
+
+from pairwatch import guard
+
+__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "release", "take"]
+
+RAW_ATTRIBUTE = "_pairwatch_raw"
+
+
+class Raw:
+    """One message's text as the transport received it, and where it came from."""
+
+    __slots__ = ("address", "data", "taken", "transport")
+
+    def __init__(self, transport: str, data: object, address: str | None) -> None:
+        self.transport = transport
+        self.data = data
+        self.address = address
+        self.taken = False
+
+
+_RAW: contextvars.ContextVar[Raw | None] = contextvars.ContextVar("pairwatch_mcp_raw", default=None)
+_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "pairwatch_mcp_address", default=None
+)
+
+
+def take(item: object, sender_ctx: contextvars.Context | None) -> Raw | None:
+    """The raw text behind a dispatched item, once; ``None`` for SDK-made items."""
+    tagged = getattr(item, RAW_ATTRIBUTE, None)
+    raw = tagged if isinstance(tagged, Raw) else None
+    if raw is None and sender_ctx is not None:
+        raw = sender_ctx.get(_RAW)
+    if raw is None or raw.taken:
+        return None
+    raw.taken = True
+    return raw
+
+
+class _AdapterTap:
+    """Stands in for ``jsonrpc_message_adapter`` inside one transport module."""
+
+    def __init__(self, inner: Any, transport: str) -> None:
+        self._inner = inner
+        self._transport = transport
+
+    def validate_json(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+        with contextlib.suppress(Exception):  # never let the tap stop the SDK from parsing
+            _RAW.set(Raw(self._transport, data, _ADDRESS.get()))
+        return self._inner.validate_json(data, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TypesTap:
+    """Stands in for the ``mcp_types`` module as the SSE transport sees it (``types.X``)."""
+
+    def __init__(self, inner: Any, transport: str) -> None:
+        self._inner = inner
+        self.jsonrpc_message_adapter = _AdapterTap(inner.jsonrpc_message_adapter, transport)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _tag_line(
+    wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    result = wrapped(*args, **kwargs)
+    try:
+        line = args[0] if args else kwargs.get("line")
+        setattr(result, RAW_ATTRIBUTE, Raw("stdio", line, None))
+    except Exception:  # an exception type without attributes: that line goes uncounted
+        pass
+    return result
+
+
+async def _with_address(
+    wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    token = None
+    with contextlib.suppress(Exception):
+        token = _ADDRESS.set(urlsplit(str(getattr(instance, "url", ""))).hostname)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        if token is not None:
+            _ADDRESS.reset(token)
+
+
+class _Taps:
+    """Reference-counted installation; remembers exactly what it replaced."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: list[tuple[object, str, object]] = []
+
+    def acquire(self) -> None:
+        with self._lock:
+            self._users += 1
+            if self._users == 1:
+                self._install()
+
+    def release(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                return
+            self._users -= 1
+            if self._users == 0:
+                self._uninstall()
+
+    def _replace(self, owner: object, name: str, make: Callable[[Any], object]) -> None:
+        """Replace one attribute; an SDK that moved it loses that tap, not the session."""
+        try:
+            original = vars(owner)[name]
+            setattr(owner, name, make(original))
+        except Exception as exc:
+            guard.report("mcp_tap:" + name, exc, None)
+            return
+        self._saved.append((owner, name, original))
+
+    def _install(self) -> None:
+        import mcp.client.sse as sse
+        import mcp.client.stdio as stdio
+        import mcp.client.streamable_http as shttp
+
+        self._replace(stdio, "_parse_line", lambda f: wrapt.FunctionWrapper(f, _tag_line))
+        self._replace(shttp, "jsonrpc_message_adapter", lambda a: _AdapterTap(a, "http"))
+        transport = shttp.StreamableHTTPTransport
+        for method in ("_handle_post_request", "handle_get_stream"):
+            self._replace(transport, method, lambda f: wrapt.FunctionWrapper(f, _with_address))
+        self._replace(sse, "types", lambda t: _TypesTap(t, "sse"))
+
+    def _uninstall(self) -> None:
+        while self._saved:
+            owner, name, original = self._saved.pop()
+            setattr(owner, name, original)
+
+
+_taps = _Taps()
+acquire = _taps.acquire
+release = _taps.release

@@ -1,0 +1,118 @@
+"""Real MCP servers on 127.0.0.1 for the tests: the SDK server and server-everything (node).
+
+Servers are started as subprocesses; HTTP ones are polled until their port answers rather
+than slept on, and stopped by their own pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from mcp import types
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SDK_SERVER = str(HERE / "sdk_server.py")
+LOOPBACK = str(HERE / "loopback.cjs")
+EVERYTHING = (
+    ROOT / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+INSTALL = "bash scripts/bootstrap.sh installs it (npm ci --prefix tests/servers)"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None and EVERYTHING.is_file()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@contextlib.contextmanager
+def serve(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+    proc = subprocess.Popen(argv, env=env or ENV, stdout=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def sdk_http(*mode: str) -> Iterator[str]:
+    """The SDK server: () SSE replies, ("json",), ("json", "stateless"), or ("sse",)."""
+    port = free_port()
+    if mode[:1] == ("sse",):
+        with serve([sys.executable, SDK_SERVER, "sse", str(port)], port):
+            yield f"http://127.0.0.1:{port}/sse"
+        return
+    with serve([sys.executable, SDK_SERVER, "http", str(port), *mode], port):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def everything_http() -> Iterator[str]:
+    port = free_port()
+    env = {**ENV, "PORT": str(port)}
+    argv = ["node", "--require", LOOPBACK, str(EVERYTHING), "streamableHttp"]
+    with serve(argv, port, env):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def sdk_stdio_command() -> tuple[str, list[str]]:
+    return sys.executable, [SDK_SERVER]
+
+
+def chaos_stdio_command(*faults: str, script: str | None = None) -> tuple[str, list[str]]:
+    """The SDK server behind ``python -m pairwatch.chaos stdio-proxy``."""
+    args = ["-m", "pairwatch.chaos", "stdio-proxy"]
+    if script is not None:
+        args.append(f"--script={script}")
+    for fault in faults:
+        args += ["--fault", fault]
+    return sys.executable, [*args, "--", sys.executable, SDK_SERVER]
+
+
+async def sampling(
+    ctx: object, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", model="test", content=types.TextContent(type="text", text="sampled")
+    )
+
+
+async def elicitation(ctx: object, params: object) -> types.ElicitResult:
+    return types.ElicitResult(action="decline")
+
+
+def text(result: types.CallToolResult) -> str:
+    content = result.content[0]
+    assert isinstance(content, types.TextContent)
+    return content.text

@@ -1,0 +1,74 @@
+"""A real MCP Python SDK server for the tests: stdio, streamable HTTP (SSE or JSON) or SSE.
+
+``python sdk_server.py`` serves stdio; ``python sdk_server.py http PORT [json] [stateless]``
+serves streamable HTTP on 127.0.0.1:PORT/mcp; ``python sdk_server.py sse PORT`` the old
+HTTP+SSE transport on /sse.  The tools cover what the pairing tests need: plain answers,
+slow answers (a server that stops answering), an exit mid-call (the stream ends), and
+requests the server sends to the client (sampling, ping).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp import types
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("pairwatch-test")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    await anyio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def exit_now() -> str:
+    os._exit(0)  # the server dies mid-call: the client's stream ends
+
+
+@server.tool()
+async def ask_llm(prompt: str, ctx: Context) -> str:
+    reply = await ctx.session.create_message(
+        messages=[
+            types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))
+        ],
+        max_tokens=10,
+        related_request_id=ctx.request_id,
+    )
+    content = reply.content
+    return content.text if isinstance(content, types.TextContent) else "?"
+
+
+@server.tool()
+async def ping_client(ctx: Context) -> str:
+    await ctx.session.send_ping()
+    return "pinged"
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        server.run()  # stdio
+        return
+    import uvicorn
+
+    port = int(argv[1])
+    if argv[0] == "sse":
+        app = server.sse_app()
+    else:
+        app = server.streamable_http_app(
+            json_response="json" in argv, stateless_http="stateless" in argv
+        )
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

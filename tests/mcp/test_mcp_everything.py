@@ -1,0 +1,102 @@
+"""The MCP SDK client against @modelcontextprotocol/server-everything (node), stdio and HTTP.
+
+A server written with another SDK: its own id counter (from 0) for the requests it sends to
+the client, response members in another order, four list_changed notifications after the
+handshake.  Installed by ``bash scripts/bootstrap.sh``; absent, these tests skip locally and
+fail under CI=true.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+from components import require
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import EVERYTHING, INSTALL, elicitation, everything_http, node_available, sampling
+from otel_support import Otel
+
+import pairwatch
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _needs_node() -> None:
+    require(node_available(), "node and @modelcontextprotocol/server-everything", INSTALL)
+
+
+@contextlib.asynccontextmanager
+async def stdio_session() -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command="node", args=[str(EVERYTHING), "stdio"])
+    async with (
+        stdio_client(params) as (r, w),
+        ClientSession(
+            r,
+            w,
+            sampling_callback=sampling,
+            elicitation_callback=elicitation,
+            read_timeout_seconds=10,
+        ) as s,
+    ):
+        yield s
+
+
+@contextlib.asynccontextmanager
+async def http_session() -> AsyncIterator[ClientSession]:
+    with everything_http() as url:
+        async with (
+            streamable_http_client(url) as (r, w),
+            ClientSession(
+                r,
+                w,
+                sampling_callback=sampling,
+                elicitation_callback=elicitation,
+                read_timeout_seconds=10,
+            ) as s,
+        ):
+            yield s
+
+
+async def scenario(s: ClientSession, otel: Otel) -> None:
+    pairwatch.instrument(
+        s, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+    )
+    info = await s.initialize()
+    assert info.server_info.name == "mcp-servers/everything"
+    content = (await s.call_tool("echo", {"message": "hi"})).content[0]
+    assert getattr(content, "text", None) == "Echo: hi"
+    content = (await s.call_tool("get-sum", {"a": 2, "b": 3})).content[0]
+    assert "5" in getattr(content, "text", "")
+    # the server asks the client (ids 0 and 1: the client's own ids are in flight too)
+    await s.call_tool("trigger-sampling-request", {"prompt": "x", "maxTokens": 5})
+    await s.call_tool("trigger-elicitation-request", {})
+    channel = pairwatch.api._handles[id(s)][1].state.channel
+    assert channel.ledger.inbound_pending == 0
+    pairwatch.uninstrument(s)
+    counters = otel.counters()
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] >= 5
+    for name in (
+        "batch.unknown_id_response",
+        "batch.null_id_response",
+        "batch.missing_response",
+        "batch.invalid_response",
+    ):
+        assert counters.get(name, 0) == 0, name
+
+
+async def test_everything_over_stdio():
+    otel = Otel()
+    async with stdio_session() as s:
+        await scenario(s, otel)
+    assert otel.attrs("batch.requests")[0]["pairwatch.transport"] == "stdio"
+
+
+async def test_everything_over_streamable_http():
+    otel = Otel()
+    async with http_session() as s:
+        await scenario(s, otel)
+    assert otel.attrs("batch.requests")[0]["server.address"] == "127.0.0.1"
