@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import metrics, trace
 
+from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import REGISTRY, Handle
 from pairwatch.integrations import generic as _generic
@@ -97,7 +98,10 @@ def uninstrument(client: T) -> T:
     if entry is None or entry[0] is not client:
         warnings.warn(f"{type(client).__name__} is not instrumented by pairwatch", stacklevel=2)
         return client
-    entry[1].uninstall()
+    try:
+        entry[1].uninstall()
+    except Exception as exc:  # restore what can be restored; never raise into the caller
+        guard.report("uninstrument", exc, None)
     return client
 
 

@@ -67,14 +67,36 @@ def telemetry_for(options: Options) -> Telemetry:
         with _telemetry_lock:
             found = _telemetry.get(key)
             if found is None:
-                found = Telemetry(
-                    options.meter_provider,
-                    options.tracer_provider,
-                    method_cap=options.method_cap,
-                    spans=options.spans,
-                )
+                found = _build_telemetry(options)
                 _telemetry[key] = found
     return found
+
+
+def _build_telemetry(options: Options) -> Telemetry:
+    """Instruments from the user's providers; when a provider raises, fall back to no-op
+    ones (the tracer alone first, so metrics survive a broken tracer provider) rather than
+    fail the client's call that opened the channel."""
+    attempts: tuple[tuple[object, object], ...] = (
+        (options.meter_provider, options.tracer_provider),
+        (options.meter_provider, trace.NoOpTracerProvider()),
+        (metrics.NoOpMeterProvider(), trace.NoOpTracerProvider()),
+    )
+    failure: Exception | None = None
+    for meter_provider, tracer_provider in attempts:
+        try:
+            found = Telemetry(
+                meter_provider,  # type: ignore[arg-type]
+                tracer_provider,  # type: ignore[arg-type]
+                method_cap=options.method_cap,
+                spans=options.spans,
+            )
+        except Exception as exc:
+            failure = failure or exc
+            continue
+        if failure is not None:
+            guard.report("telemetry_init", failure, found.internal_error)
+        return found
+    raise RuntimeError("no-op OpenTelemetry providers failed")  # pragma: no cover
 
 
 class _Sink:
@@ -87,7 +109,11 @@ class _Sink:
         self.labels = labels
 
     def batch_closed(self, batch: Batch) -> None:
-        self.telemetry.batch_closed(self.labels, batch)
+        try:
+            self.telemetry.batch_closed(self.labels, batch)
+        except Exception as exc:  # a broken meter, tracer or span processor
+            # Caught per batch, so the other batches closed by the same call still report.
+            guard.report("telemetry", exc, self.telemetry.internal_error)
         if batch.diagnosis != diagnosis.OK:
             guard.log_limited(
                 logging.WARNING,
@@ -103,7 +129,10 @@ class _Sink:
             )
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
-        self.telemetry.stray(self.labels, batch, tally)
+        try:
+            self.telemetry.stray(self.labels, batch, tally)
+        except Exception as exc:
+            guard.report("telemetry", exc, self.telemetry.internal_error)
 
 
 class Channel:
@@ -134,7 +163,7 @@ class Channel:
         self._parse = wire.parse
         self._closed = False
         if not bound:
-            _sweeper.watch(self)
+            _watch(self)
 
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
@@ -205,7 +234,7 @@ class Channel:
         Bound exchanges normally close at body end; a streamed body the caller holds open
         without reading still has to time out.
         """
-        _sweeper.watch(self)
+        _watch(self)
 
     @property
     def closed(self) -> bool:
@@ -271,3 +300,10 @@ class _Sweeper:
 
 
 _sweeper = _Sweeper()
+
+
+def _watch(channel: Channel) -> None:
+    try:
+        _sweeper.watch(channel)
+    except Exception as exc:  # e.g. no thread can be started: batches still close on use
+        guard.report("watch", exc, channel.telemetry.internal_error)

@@ -16,6 +16,7 @@ from typing import Any
 
 import wrapt
 
+from pairwatch import guard
 from pairwatch.integrations import Handle
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -57,14 +58,16 @@ class PatchHandle(Handle):
         self._saved.append((name, own))
 
     def uninstall(self) -> None:
+        """Restore every attribute, each on its own: one that fails (someone deleted or
+        replaced it) must not leave the others wrapped."""
         for name, own in reversed(self._saved):
             if own is _MISSING:
-                object.__delattr__(self.obj, name)
+                guard.quietly("uninstrument", object.__delattr__, self.obj, name)
             else:
-                object.__setattr__(self.obj, name, own)
+                guard.quietly("uninstrument", object.__setattr__, self.obj, name, own)
         self._saved.clear()
         for hook in self.on_uninstall:
-            hook()
+            guard.quietly("uninstrument", hook)
         self.on_uninstall.clear()
 
 

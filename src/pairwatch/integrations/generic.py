@@ -19,7 +19,7 @@ from typing import Any
 
 import wrapt
 
-from pairwatch import wire
+from pairwatch import guard, wire
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle
 
@@ -103,7 +103,8 @@ def _safely(fn: Callable[..., Any], *args: Any) -> Any:
     """Channel calls are already shielded; this guards the glue around them."""
     try:
         return fn(*args)
-    except Exception:
+    except Exception as exc:
+        guard.report("generic", exc, None)
         return False
 
 
@@ -149,7 +150,7 @@ def _receiver(channel: Channel, is_async: bool) -> Wrapper:
         ) -> Any:
             result = await wrapped(*args, **kwargs)
             if result is not None:
-                channel.received(result)
+                guard.quietly("generic", channel.received, result)
             return result
 
         return areceive
@@ -159,7 +160,7 @@ def _receiver(channel: Channel, is_async: bool) -> Wrapper:
     ) -> Any:
         result = wrapped(*args, **kwargs)
         if result is not None:
-            channel.received(result)
+            guard.quietly("generic", channel.received, result)
         return result
 
     return receive
@@ -177,7 +178,7 @@ def _closer(channel: Channel, is_async: bool) -> Wrapper:
             try:
                 return await wrapped(*args, **kwargs)
             finally:
-                channel.close("closed")
+                guard.quietly("generic", channel.close, "closed")
 
         return aclose
 
@@ -187,6 +188,6 @@ def _closer(channel: Channel, is_async: bool) -> Wrapper:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            channel.close("closed")
+            guard.quietly("generic", channel.close, "closed")
 
     return close

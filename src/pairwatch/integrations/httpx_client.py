@@ -24,7 +24,7 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import Tap, request_payload, start_exchange
+from pairwatch.integrations._stream import Tap, close_quietly, request_payload, start_exchange
 
 LIBRARIES = ("httpx", "httpx2")
 
@@ -143,7 +143,7 @@ def _attach(response: Any, begun: tuple[Channel, bool], tee: type) -> Tap | None
         return tap
     except Exception as exc:
         guard.report("httpx_attach", exc, channel.telemetry.internal_error)
-        channel.close("closed")
+        close_quietly(channel, "closed")
         return None
 
 
@@ -169,7 +169,7 @@ def sync_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
             with tracking():
                 response = wrapped(*args, **{**kwargs, "stream": True})
         except BaseException:
-            begun[0].close("send_failed")
+            close_quietly(begun[0], "send_failed")
             raise
         tap = _attach(response, begun, tee)
         if stream:
@@ -203,7 +203,7 @@ def async_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
             with tracking():
                 response = await wrapped(*args, **{**kwargs, "stream": True})
         except BaseException:
-            begun[0].close("send_failed")
+            close_quietly(begun[0], "send_failed")
             raise
         tap = _attach(response, begun, tee)
         if stream:
