@@ -304,13 +304,17 @@ class Telemetry:
                 record(received_at - sent_at, labels.for_method(is_batch, methods(method)))
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
-        per_method: dict[str, int] = {}
-        for method, received_at in zip(batch.methods, batch.received, strict=True):
+        per_method: dict[tuple[str, str], int] = {}
+        cut = batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
+        for index, (method, received_at) in enumerate(
+            zip(batch.methods, batch.received, strict=True)
+        ):
             if received_at is None:
-                m = self.methods(method)
-                per_method[m] = per_method.get(m, 0) + 1
-        for method, n in per_method.items():
-            attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: batch.close_reason}
+                reason = batch.close_reason if index < cut else "evicted"
+                key = (self.methods(method), reason)
+                per_method[key] = per_method.get(key, 0) + 1
+        for (method, reason), n in per_method.items():
+            attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: reason}
             self.missing.add(n, attrs)
 
     # -------------------------------------------------------------------- spans
