@@ -15,11 +15,13 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
 from pairwatch import diagnosis, guard, wire
+from pairwatch.capture import Capture
 from pairwatch.ledger import Ledger, Limits
 from pairwatch.records import Batch, Tally
 from pairwatch.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, Telemetry
@@ -34,6 +36,10 @@ class Options:
     ``timeout`` closes a batch whose responses have not all arrived; what is still pending
     then counts as missing.  The caps bound memory per channel; eviction counts as missing
     with close reason ``evicted``.
+
+    Payloads never leave the process unless ``capture_payloads`` is set: then each request
+    and response, passed through ``redact`` (decoded message in, what may be recorded out)
+    and cut to ``max_payload_bytes``, goes on its per-id span.
     """
 
     timeout: float = 30.0
@@ -45,6 +51,9 @@ class Options:
     tracer_provider: trace.TracerProvider | None = None
     clock: Callable[[], float] = field(default=time.monotonic)
     repair: bool = False
+    capture_payloads: bool = False
+    max_payload_bytes: int = 1024
+    redact: Callable[[Any], Any] | None = None
 
     def limits(self) -> Limits:
         return Limits(self.timeout, self.max_open_batches, self.max_pending_ids)
@@ -102,14 +111,17 @@ def _build_telemetry(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("labels", "telemetry")
+    __slots__ = ("capture", "labels", "telemetry")
 
-    def __init__(self, telemetry: Telemetry, labels: Labels) -> None:
+    def __init__(self, telemetry: Telemetry, labels: Labels, capture: Capture | None) -> None:
         self.telemetry = telemetry
         self.labels = labels
+        self.capture = capture
 
     def batch_closed(self, batch: Batch) -> None:
         try:
+            if self.capture is not None:
+                self.capture.attach(batch)
             self.telemetry.batch_closed(self.labels, batch)
         except Exception as exc:  # a broken meter, tracer or span processor
             # Caught per batch, so the other batches closed by the same call still report.
@@ -143,7 +155,7 @@ class Channel:
     channel's open batches, as on a websocket or a stdio session.
     """
 
-    __slots__ = ("__weakref__", "_closed", "_parse", "ledger", "options", "telemetry")
+    __slots__ = ("__weakref__", "_capture", "_closed", "_parse", "ledger", "options", "telemetry")
 
     def __init__(
         self,
@@ -157,8 +169,16 @@ class Channel:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
         labels = self.telemetry.labels(transport, integration, server_address)
+        self._capture = (
+            Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
+            if options.capture_payloads
+            else None
+        )
         self.ledger = Ledger(
-            _Sink(self.telemetry, labels), clock=options.clock, limits=options.limits(), bound=bound
+            _Sink(self.telemetry, labels, self._capture),
+            clock=options.clock,
+            limits=options.limits(),
+            bound=bound,
         )
         self._parse = wire.parse
         self._closed = False
@@ -168,16 +188,19 @@ class Channel:
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
         try:
-            ctx = otel_context.get_current() if self.telemetry.spans else None
-            return self.ledger.sent(self._parse(payload), ctx)
+            parsed = self._parse(payload)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
             return None
+        return self.sent_parsed(parsed, payload)
 
-    def sent_parsed(self, payload: wire.Payload) -> Batch | None:
-        """Like :meth:`sent` for integrations that already classified the payload."""
+    def sent_parsed(self, payload: wire.Payload, raw: object = None) -> Batch | None:
+        """Like :meth:`sent` for integrations that already classified the payload; ``raw``
+        (the payload as sent) is only read when payload capture is on."""
         try:
             ctx = otel_context.get_current() if self.telemetry.spans else None
+            if self._capture is not None and raw is not None:
+                self._capture.sent(raw)
             return self.ledger.sent(payload, ctx)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
@@ -186,12 +209,16 @@ class Channel:
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
         try:
-            self.ledger.received(self._parse(payload))
+            parsed = self._parse(payload)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
+            return
+        self.received_parsed(parsed, payload)
 
-    def received_parsed(self, payload: wire.Payload) -> None:
+    def received_parsed(self, payload: wire.Payload, raw: object = None) -> None:
         try:
+            if self._capture is not None and raw is not None:
+                self._capture.received(raw)  # before pairing: pairing may close the batch
             self.ledger.received(payload)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)

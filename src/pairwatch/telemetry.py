@@ -40,6 +40,8 @@ REASON: Final = "pairwatch.reason"
 DUPLICATE_SCOPE: Final = "pairwatch.duplicate_scope"
 ERROR_KIND: Final = "pairwatch.error_kind"
 OUTCOME: Final = "pairwatch.outcome"
+REQUEST_PAYLOAD: Final = "pairwatch.request.payload"  # only with capture_payloads=True
+RESPONSE_PAYLOAD: Final = "pairwatch.response.payload"
 
 OTHER_METHOD: Final = "_OTHER"
 SCOPE: Final = "pairwatch"
@@ -377,6 +379,12 @@ class Telemetry:
             attrs["pairwatch.pair_latency"] = ended - call.sent_at
         if call.invalid:
             attrs["pairwatch.invalid_response"] = True
+        if batch.captured is not None and call.index in batch.captured:
+            request, response = batch.captured[call.index]
+            if request is not None:
+                attrs[REQUEST_PAYLOAD] = request
+            if response is not None:
+                attrs[RESPONSE_PAYLOAD] = response
         span.set_attributes(attrs)
         span.end(end_time=self._ns(ended))
         return ended

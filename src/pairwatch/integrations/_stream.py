@@ -144,9 +144,14 @@ def decoded_payload(value: object) -> wire.Payload | None:
 
 
 def start_exchange(
-    payload: wire.Payload, options: Options, integration: str, host: str | None
+    payload: wire.Payload,
+    options: Options,
+    integration: str,
+    host: str | None,
+    raw: object = None,
 ) -> Channel:
-    """Open the bound channel of one HTTP exchange and record what is being sent."""
+    """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
+    the body as sent, is read only when payload capture is on)."""
     channel = Channel(
         transport="http",
         integration=integration,
@@ -154,7 +159,7 @@ def start_exchange(
         bound=True,
         options=options,
     )
-    channel.sent_parsed(payload)
+    channel.sent_parsed(payload, raw)
     return channel
 
 
@@ -259,7 +264,7 @@ class Tap:
                 payload = wire.parse(event)
                 if self._split and not payload.is_batch and payload.unparseable is None:
                     payload = wire.Payload(True, payload.messages)
-                self._channel.received_parsed(payload)
+                self._channel.received_parsed(payload, event)
             return
         self._size += len(data)
         if self._size > MAX_BODY:

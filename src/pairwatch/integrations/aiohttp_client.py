@@ -162,7 +162,8 @@ def _begin(
             return None
         url = args[1] if len(args) > 1 else kwargs.get("str_or_url")
         host = host_of(url) or host_of(getattr(session, "_base_url", None))
-        return start_exchange(payload, options, INTEGRATION, host), payload.is_batch
+        raw = kwargs.get("data") if kwargs.get("data") is not None else kwargs.get("json")
+        return start_exchange(payload, options, INTEGRATION, host, raw), payload.is_batch
     except Exception as exc:
         guard.report("aiohttp_send", exc, None)
         return None

@@ -21,7 +21,7 @@ import wrapt
 
 from pairwatch import guard, wire
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle
+from pairwatch.integrations import Handle, hold
 
 _MISSING = object()
 
@@ -38,7 +38,7 @@ class GenericHandle(Handle):
     """Remembers what was replaced on the instance so uninstall restores it exactly."""
 
     def __init__(self, obj: object, channel: Channel) -> None:
-        self.obj = obj
+        self._obj = hold(obj)  # a handle must not keep its client alive
         self.channel = channel
         self._saved: list[tuple[str, object]] = []
 
@@ -48,12 +48,17 @@ class GenericHandle(Handle):
         setattr(self.obj, name, wrapt.FunctionWrapper(original, wrapper))
         self._saved.append((name, own))
 
+    @property
+    def obj(self) -> Any:
+        return self._obj()
+
     def uninstall(self) -> None:
-        for name, own in reversed(self._saved):
+        obj = self.obj
+        for name, own in reversed(self._saved if obj is not None else []):
             if own is _MISSING:
-                delattr(self.obj, name)
+                delattr(obj, name)
             else:
-                setattr(self.obj, name, own)
+                setattr(obj, name, own)
         self._saved.clear()
         self.channel.close("closed")
 
@@ -69,7 +74,7 @@ def _sender(channel: Channel, also_receive: bool) -> tuple[Wrapper, Wrapper]:
         parsed = wire.parse(payload)
         if not parsed.messages and not parsed.is_batch:
             return False
-        channel.sent_parsed(parsed)
+        channel.sent_parsed(parsed, payload)
         return True
 
     def after(recorded: bool, result: object) -> None:

@@ -116,7 +116,7 @@ def _begin(request: Any, options: Options, lib_name: str) -> tuple[Channel, bool
         payload = request_payload(body)
         if payload is None:
             return None
-        channel = start_exchange(payload, options, lib_name, host_of(request.url))
+        channel = start_exchange(payload, options, lib_name, host_of(request.url), body)
         return channel, payload.is_batch
     except Exception as exc:
         guard.report("httpx_send", exc, None)

@@ -135,10 +135,11 @@ class RawTee:
 
 def _begin(request: Any, options: Options) -> tuple[Channel, bool] | None:
     try:
-        payload = request_payload(getattr(request, "body", None))
+        body = getattr(request, "body", None)
+        payload = request_payload(body)
         if payload is None:
             return None
-        channel = start_exchange(payload, options, INTEGRATION, host_of(request.url))
+        channel = start_exchange(payload, options, INTEGRATION, host_of(request.url), body)
         return channel, payload.is_batch
     except Exception as exc:
         guard.report("requests_send", exc, None)
