@@ -9,18 +9,48 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from opentelemetry import metrics, trace
 
+from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import REGISTRY, Handle
 from pairwatch.integrations import generic as _generic
 
 T = TypeVar("T")
 
-_handles: dict[int, tuple[object, Handle]] = {}
-_lock = threading.Lock()
+Ref = Callable[[], object]
+_handles: dict[int, tuple[Ref, Handle]] = {}
+"""id(client) -> (a reference to the client, its handle).  Weak where the client allows it,
+so instrumenting never keeps a client alive; an entry goes when its client is collected."""
+_lock = threading.RLock()  # re-entrant: a weakref callback may run inside a locked section
+
+
+def _reference(client: object) -> Ref:
+    key = id(client)
+
+    def forget(ref: object) -> None:
+        with _lock:
+            entry = _handles.get(key)
+            if entry is None or entry[0] is not ref:
+                return
+            del _handles[key]
+        channel = getattr(entry[1], "channel", None)  # a generic stream's pending ids
+        if channel is not None:
+            guard.quietly("collected", channel.close, "closed")
+
+    try:
+        return weakref.ref(client, forget)
+    except TypeError:  # no weak references to this type: held strongly, until uninstrument
+        return lambda: client
+
+
+def _entry(client: object) -> tuple[Ref, Handle] | None:
+    entry = _handles.get(id(client))
+    return entry if entry is not None and entry[0]() is client else None
 
 _OPTION_NAMES = frozenset(Options.__dataclass_fields__)
 
@@ -63,7 +93,7 @@ def instrument(
     """
     opts = _options(meter_provider, tracer_provider, timeout, options)
     with _lock:
-        if id(client) in _handles and _handles[id(client)][0] is client:
+        if _entry(client) is not None:
             warnings.warn(
                 f"{type(client).__name__} is already instrumented by pairwatch", stacklevel=2
             )
@@ -79,7 +109,7 @@ def instrument(
                     "instrument(obj, send='...', receive='...')"
                 )
             handle = found.install(client, opts)
-        _handles[id(client)] = (client, handle)
+        _handles[id(client)] = (_reference(client), handle)
     return client
 
 
@@ -93,14 +123,18 @@ def _detects(detect: Any, client: object) -> bool:
 def uninstrument(client: T) -> T:
     """Restore the client's original methods; pending requests close as missing."""
     with _lock:
-        entry = _handles.pop(id(client), None)
-    if entry is None or entry[0] is not client:
+        entry = _entry(client)
+        if entry is not None:
+            del _handles[id(client)]
+    if entry is None:
         warnings.warn(f"{type(client).__name__} is not instrumented by pairwatch", stacklevel=2)
         return client
-    entry[1].uninstall()
+    try:
+        entry[1].uninstall()
+    except Exception as exc:  # restore what can be restored; never raise into the caller
+        guard.report("uninstrument", exc, None)
     return client
 
 
 def is_instrumented(client: object) -> bool:
-    entry = _handles.get(id(client))
-    return entry is not None and entry[0] is client
+    return _entry(client) is not None

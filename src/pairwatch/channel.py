@@ -15,11 +15,13 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
 from pairwatch import diagnosis, guard, wire
+from pairwatch.capture import Capture
 from pairwatch.ledger import Ledger, Limits
 from pairwatch.records import Batch, Tally
 from pairwatch.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
@@ -41,6 +43,10 @@ class Options:
     it.  It runs on whatever thread closed the batch and is shielded like everything else:
     an exception in it is counted in ``pairwatch.internal_errors`` and never reaches the
     client.  Treat the batch as read-only.
+
+    Payloads never leave the process unless ``capture_payloads`` is set: then each request
+    and response, passed through ``redact`` (decoded message in, what may be recorded out)
+    and cut to ``max_payload_bytes``, goes on its per-id span.
     """
 
     timeout: float = 30.0
@@ -53,6 +59,9 @@ class Options:
     clock: Callable[[], float] = field(default=time.monotonic)
     repair: bool = False
     on_batch_closed: Callable[[Batch], None] | None = None
+    capture_payloads: bool = False
+    max_payload_bytes: int = 1024
+    redact: Callable[[Any], Any] | None = None
 
     def limits(self) -> Limits:
         return Limits(self.timeout, self.max_open_batches, self.max_pending_ids)
@@ -75,20 +84,42 @@ def telemetry_for(options: Options) -> Telemetry:
         with _telemetry_lock:
             found = _telemetry.get(key)
             if found is None:
-                found = Telemetry(
-                    options.meter_provider,
-                    options.tracer_provider,
-                    method_cap=options.method_cap,
-                    spans=options.spans,
-                )
+                found = _build_telemetry(options)
                 _telemetry[key] = found
     return found
+
+
+def _build_telemetry(options: Options) -> Telemetry:
+    """Instruments from the user's providers; when a provider raises, fall back to no-op
+    ones (the tracer alone first, so metrics survive a broken tracer provider) rather than
+    fail the client's call that opened the channel."""
+    attempts: tuple[tuple[object, object], ...] = (
+        (options.meter_provider, options.tracer_provider),
+        (options.meter_provider, trace.NoOpTracerProvider()),
+        (metrics.NoOpMeterProvider(), trace.NoOpTracerProvider()),
+    )
+    failure: Exception | None = None
+    for meter_provider, tracer_provider in attempts:
+        try:
+            found = Telemetry(
+                meter_provider,  # type: ignore[arg-type]
+                tracer_provider,  # type: ignore[arg-type]
+                method_cap=options.method_cap,
+                spans=options.spans,
+            )
+        except Exception as exc:
+            failure = failure or exc
+            continue
+        if failure is not None:
+            guard.report("telemetry_init", failure, found.internal_error)
+        return found
+    raise RuntimeError("no-op OpenTelemetry providers failed")  # pragma: no cover
 
 
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("labels", "on_closed", "span_attributes", "telemetry")
+    __slots__ = ("capture", "labels", "on_closed", "span_attributes", "telemetry")
 
     def __init__(
         self,
@@ -96,14 +127,22 @@ class _Sink:
         labels: Labels,
         on_closed: Callable[[Batch], None] | None = None,
         span_attributes: SpanAttributes | None = None,
+        capture: Capture | None = None,
     ) -> None:
         self.telemetry = telemetry
         self.labels = labels
         self.on_closed = on_closed
         self.span_attributes = span_attributes
+        self.capture = capture
 
     def batch_closed(self, batch: Batch) -> None:
-        self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
+        try:
+            if self.capture is not None:
+                self.capture.attach(batch)
+            self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
+        except Exception as exc:  # a broken meter, tracer or span processor
+            # Caught per batch, so the other batches closed by the same call still report.
+            guard.report("telemetry", exc, self.telemetry.internal_error)
         if self.on_closed is not None:
             # Shielded on its own so that a failing callback cannot skip the telemetry of
             # the other batches closed by the same event.
@@ -126,7 +165,10 @@ class _Sink:
             )
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
-        self.telemetry.stray(self.labels, batch, tally)
+        try:
+            self.telemetry.stray(self.labels, batch, tally)
+        except Exception as exc:
+            guard.report("telemetry", exc, self.telemetry.internal_error)
 
 
 class Channel:
@@ -141,7 +183,8 @@ class Channel:
     """
 
     __slots__ = (
-        "__weakref__", "_closed", "_labels", "_parse", "_sink", "ledger", "options", "telemetry",
+        "__weakref__", "_capture", "_closed", "_labels", "_parse", "_sink", "ledger", "options",
+        "telemetry",
     )  # fmt: skip
 
     def __init__(
@@ -157,26 +200,36 @@ class Channel:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
         self._labels = labels = self.telemetry.labels(transport, integration, server_address)
-        self._sink = _Sink(self.telemetry, labels, options.on_batch_closed, span_attributes)
+        self._capture = (
+            Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
+            if options.capture_payloads
+            else None
+        )
+        self._sink = _Sink(
+            self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture
+        )
         self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
         self._parse = wire.parse
         self._closed = False
         if not bound:
-            _sweeper.watch(self)
+            _watch(self)
 
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
         try:
-            ctx = otel_context.get_current() if self.telemetry.spans else None
-            return self.ledger.sent(self._parse(payload), ctx)
+            parsed = self._parse(payload)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
             return None
+        return self.sent_parsed(parsed, payload)
 
-    def sent_parsed(self, payload: wire.Payload) -> Batch | None:
-        """Like :meth:`sent` for integrations that already classified the payload."""
+    def sent_parsed(self, payload: wire.Payload, raw: object = None) -> Batch | None:
+        """Like :meth:`sent` for integrations that already classified the payload; ``raw``
+        (the payload as sent) is only read when payload capture is on."""
         try:
             ctx = otel_context.get_current() if self.telemetry.spans else None
+            if self._capture is not None and raw is not None:
+                self._capture.sent(raw)
             return self.ledger.sent(payload, ctx)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
@@ -185,12 +238,16 @@ class Channel:
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
         try:
-            self.ledger.received(self._parse(payload))
+            parsed = self._parse(payload)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
+            return
+        self.received_parsed(parsed, payload)
 
-    def received_parsed(self, payload: wire.Payload) -> None:
+    def received_parsed(self, payload: wire.Payload, raw: object = None) -> None:
         try:
+            if self._capture is not None and raw is not None:
+                self._capture.received(raw)  # before pairing: pairing may close the batch
             self.ledger.received(payload)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
@@ -256,7 +313,7 @@ class Channel:
         Bound exchanges normally close at body end; a streamed body the caller holds open
         without reading still has to time out.
         """
-        _sweeper.watch(self)
+        _watch(self)
 
     @property
     def closed(self) -> bool:
@@ -324,3 +381,10 @@ class _Sweeper:
 
 
 _sweeper = _Sweeper()
+
+
+def _watch(channel: Channel) -> None:
+    try:
+        _sweeper.watch(channel)
+    except Exception as exc:  # e.g. no thread can be started: batches still close on use
+        guard.report("watch", exc, channel.telemetry.internal_error)

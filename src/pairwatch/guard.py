@@ -60,6 +60,16 @@ log_limited: Final = RateLimitedLog()
 ErrorCounter = Callable[[str], None]
 
 
+def quietly(kind: str, fn: Callable[..., object], *args: object) -> None:
+    """Call ``fn`` where a failure must not reach the client: integration glue around a
+    channel (closing on a failed send, a tee's end of body).  Channel calls are shielded
+    themselves; this is the second belt, for a shield that breaks or glue that fails."""
+    try:
+        fn(*args)
+    except Exception as exc:
+        report(kind, exc, None)
+
+
 def report(kind: str, exc: BaseException, count: ErrorCounter | None) -> None:
     """Count and log one internal failure; never raises itself."""
     try:

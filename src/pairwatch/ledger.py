@@ -158,12 +158,20 @@ class Ledger:
         batch.notifications = notifications
         batch.invalid_requests = invalid
         batch.deadline = now + self.limits.timeout
-        self._last = batch
+        if self._bound:  # only an exchange attributes replies to its last batch; a stream
+            self._last = batch  # must not keep a closed batch (and its lists) alive
         if not keys:
             batch.expected_nothing = True
             self._finish(batch, "no_response_expected", closed)
             return batch
-        self._make_room(len(keys), closed)
+        cap = self.limits.max_pending_ids
+        if len(keys) > cap:
+            # One batch alone is over the cap: the ids past it are evicted at once (never
+            # registered; missing at close with reason "evicted"; a reply to one is an
+            # unknown id, as for any evicted request), so the table never exceeds the cap.
+            batch.evicted_from = cap
+            keys[cap:] = [None] * (len(keys) - cap)
+        self._make_room(min(len(keys), cap), closed)
         pending = self._pending
         registered = 0
         for index, key in enumerate(keys):
@@ -248,8 +256,14 @@ class Ledger:
                 if kind in CALL_KINDS:
                     # Server-initiated: never a response, never unknown.  Remember requests
                     # so the client's answers pair in their own table.
-                    if kind is Kind.REQUEST and key is not None:
-                        self._inbound[key] = self._inbound.get(key, 0) + 1
+                    # Bounded: a flood of server requests nobody answers must not grow it.
+                    inbound = self._inbound
+                    if (
+                        kind is Kind.REQUEST
+                        and key is not None
+                        and (key in inbound or len(inbound) < self.limits.max_pending_ids)
+                    ):
+                        inbound[key] = inbound.get(key, 0) + 1
                     continue
                 if kind is Kind.INVALID:
                     tally.add_invalid(problem or "not_jsonrpc")

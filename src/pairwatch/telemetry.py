@@ -48,6 +48,8 @@ DUPLICATE_SCOPE: Final = "pairwatch.duplicate_scope"
 ERROR_KIND: Final = "pairwatch.error_kind"
 OUTCOME: Final = "pairwatch.outcome"
 REPAIR_ACTION: Final = "pairwatch.repair_action"
+REQUEST_PAYLOAD: Final = "pairwatch.request.payload"  # only with capture_payloads=True
+RESPONSE_PAYLOAD: Final = "pairwatch.response.payload"
 
 OTHER_METHOD: Final = "_OTHER"
 SCOPE: Final = "pairwatch"
@@ -325,13 +327,17 @@ class Telemetry:
                 record(received_at - sent_at, labels.for_method(is_batch, methods(method)))
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
-        per_method: dict[str, int] = {}
-        for method, received_at in zip(batch.methods, batch.received, strict=True):
+        per_method: dict[tuple[str, str], int] = {}
+        cut = batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
+        for index, (method, received_at) in enumerate(
+            zip(batch.methods, batch.received, strict=True)
+        ):
             if received_at is None:
-                m = self.methods(method)
-                per_method[m] = per_method.get(m, 0) + 1
-        for method, n in per_method.items():
-            attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: batch.close_reason}
+                reason = batch.close_reason if index < cut else "evicted"
+                key = (self.methods(method), reason)
+                per_method[key] = per_method.get(key, 0) + 1
+        for (method, reason), n in per_method.items():
+            attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: reason}
             self.missing.add(n, attrs)
 
     # -------------------------------------------------------------------- spans
@@ -404,6 +410,12 @@ class Telemetry:
                 extra = None
             if extra:
                 attrs.update(extra)
+        if batch.captured is not None and call.index in batch.captured:
+            request, response = batch.captured[call.index]
+            if request is not None:
+                attrs[REQUEST_PAYLOAD] = request
+            if response is not None:
+                attrs[RESPONSE_PAYLOAD] = response
         span.set_attributes(attrs)
         span.end(end_time=self._ns(ended))
         return ended

@@ -18,11 +18,47 @@ Nothing here imports the rest of pairwatch.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any, Final, NamedTuple
 
-IdKey = int | float | str
+MAX_ID_CHARS: Final = 256
+"""String ids longer than this are kept as a :class:`LongId` digest, not as text."""
+
+
+class LongId:
+    """A string id too long to keep in a pending table: its length and a 128-bit digest.
+
+    A server or client may send megabyte ids; a pending table holding them as text would
+    keep megabytes per request.  Two long ids are equal exactly when their texts are (up to
+    a 2**-128 digest collision), and never equal to a ``str``, ``int`` or ``float`` key, so
+    JSON identity holds and pairing stays exact while each key costs a fixed ~150 bytes.
+    """
+
+    __slots__ = ("digest", "head", "length")
+
+    def __init__(self, text: str) -> None:
+        data = text.encode("utf-8", "surrogatepass")  # json.loads may yield lone surrogates
+        self.digest = hashlib.blake2b(data, digest_size=16).digest()
+        self.length = len(text)
+        self.head = text[:32]
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is LongId and other.digest == self.digest and other.length == self.length
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __str__(self) -> str:
+        return f"{self.head}...[{self.length} chars, blake2b:{self.digest.hex()}]"
+
+    __repr__ = __str__
+
+
+IdKey = int | float | str | LongId
 """A hashable id that follows JSON identity (``1 == 1.0``, ``"1" != 1``)."""
 
 
@@ -101,15 +137,18 @@ def id_key(value: object) -> tuple[str, IdKey | None]:
     if value is None:
         return IdState.NULL, None
     t = type(value)
-    if t is str or t is int:
+    if t is int:
         return IdState.VALID, value  # type: ignore[return-value]
+    if t is str:
+        text: str = value  # type: ignore[assignment]
+        return IdState.VALID, text if len(text) <= MAX_ID_CHARS else LongId(text)
     if t is float:
         f: float = value  # type: ignore[assignment]
         if math.isfinite(f):
             return IdState.VALID, int(f) if f.is_integer() else f
         return IdState.BAD_TYPE, None
     if isinstance(value, str):  # str subclasses: compare by value
-        return IdState.VALID, str(value)
+        return id_key(str(value))
     if isinstance(value, int) and not isinstance(value, bool):
         return IdState.VALID, int(value)
     return IdState.BAD_TYPE, None

@@ -8,11 +8,21 @@ client through :data:`REGISTRY`, importing a library only when that library is i
 from __future__ import annotations
 
 import importlib
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pairwatch.channel import Options
+
+
+def hold(obj: object) -> Callable[[], Any]:
+    """A reference to an instrumented client that does not keep it alive: a weak reference
+    when the type allows one, else (``__slots__`` without ``__weakref__``) a strong one."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
 
 
 class Handle:

@@ -16,7 +16,8 @@ from typing import Any
 
 import wrapt
 
-from pairwatch.integrations import Handle
+from pairwatch import guard
+from pairwatch.integrations import Handle, hold
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -45,7 +46,7 @@ class PatchHandle(Handle):
     """Remembers what each wrapped attribute was, so ``uninstall`` restores it exactly."""
 
     def __init__(self, obj: object) -> None:
-        self.obj = obj
+        self._obj = hold(obj)  # a handle must not keep its client alive
         self._saved: list[tuple[str, object]] = []
         self.on_uninstall: list[Callable[[], None]] = []
 
@@ -56,15 +57,22 @@ class PatchHandle(Handle):
         object.__setattr__(self.obj, name, InstanceWrapper(original, wrapper))
         self._saved.append((name, own))
 
+    @property
+    def obj(self) -> Any:
+        return self._obj()
+
     def uninstall(self) -> None:
-        for name, own in reversed(self._saved):
+        """Restore every attribute, each on its own: one that fails (someone deleted or
+        replaced it) must not leave the others wrapped."""
+        obj = self.obj
+        for name, own in reversed(self._saved if obj is not None else []):
             if own is _MISSING:
-                object.__delattr__(self.obj, name)
+                guard.quietly("uninstrument", object.__delattr__, obj, name)
             else:
-                object.__setattr__(self.obj, name, own)
+                guard.quietly("uninstrument", object.__setattr__, obj, name, own)
         self._saved.clear()
         for hook in self.on_uninstall:
-            hook()
+            guard.quietly("uninstrument", hook)
         self.on_uninstall.clear()
 
 

@@ -21,7 +21,14 @@ from typing import Any, Final
 from pairwatch import guard, wire
 from pairwatch.channel import Channel, Options
 
-__all__ = ["MAX_BODY", "SseParser", "Tap", "request_payload", "start_exchange"]
+__all__ = [
+    "MAX_BODY",
+    "SseParser",
+    "Tap",
+    "close_quietly",
+    "request_payload",
+    "start_exchange",
+]
 
 MAX_BODY: Final = 64 * 1024 * 1024
 """Bytes of one JSON body (or one SSE event) pairwatch will buffer; beyond it, it stops."""
@@ -137,9 +144,14 @@ def decoded_payload(value: object) -> wire.Payload | None:
 
 
 def start_exchange(
-    payload: wire.Payload, options: Options, integration: str, host: str | None
+    payload: wire.Payload,
+    options: Options,
+    integration: str,
+    host: str | None,
+    raw: object = None,
 ) -> Channel:
-    """Open the bound channel of one HTTP exchange and record what is being sent."""
+    """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
+    the body as sent, is read only when payload capture is on)."""
     channel = Channel(
         transport="http",
         integration=integration,
@@ -147,7 +159,7 @@ def start_exchange(
         bound=True,
         options=options,
     )
-    channel.sent_parsed(payload)
+    channel.sent_parsed(payload, raw)
     return channel
 
 
@@ -252,7 +264,7 @@ class Tap:
                 payload = wire.parse(event)
                 if self._split and not payload.is_batch and payload.unparseable is None:
                     payload = wire.Payload(True, payload.messages)
-                self._channel.received_parsed(payload)
+                self._channel.received_parsed(payload, event)
             return
         self._size += len(data)
         if self._size > MAX_BODY:
@@ -277,11 +289,17 @@ class Tap:
             self._fail("tap_end", exc)
 
     def dropped(self, reason: str = "stream_dropped") -> None:
-        """The body was cut short, failed, or was closed before its end."""
+        """The body was cut short, failed, or was closed before its end.
+
+        Called from the tee's ``except`` clauses: raising here would replace the
+        library's own exception, so it never does."""
         if self._done:
             return
-        self._buffer = []
-        self._finish(reason)
+        try:
+            self._buffer = []
+            self._finish(reason)
+        except Exception as exc:
+            self._fail("tap_drop", exc)
 
     def _finish(self, reason: str) -> None:
         self._done = True
@@ -291,10 +309,16 @@ class Tap:
         self._channel.close(reason)
 
     def _fail(self, kind: str, exc: BaseException) -> None:
-        guard.report(kind, exc, self._channel.telemetry.internal_error)
         self._done = True
-        self._channel.close("closed")
+        guard.report(kind, exc, getattr(self._channel.telemetry, "internal_error", None))
+        guard.quietly("tap_close", self._channel.close, "closed")
+
+
+def close_quietly(channel: Channel, reason: str) -> None:
+    """Close an exchange from integration glue (a failed send): never raises, so the
+    exception the caller sees is the library's own."""
+    guard.quietly("close_" + reason, channel.close, reason)
 
 
 def _abandoned(channel: Channel) -> None:
-    channel.close("stream_dropped")
+    guard.quietly("abandoned", channel.close, "stream_dropped")

@@ -20,7 +20,13 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import Tap, decoded_payload, request_payload, start_exchange
+from pairwatch.integrations._stream import (
+    Tap,
+    close_quietly,
+    decoded_payload,
+    request_payload,
+    start_exchange,
+)
 
 INTEGRATION = "aiohttp"
 
@@ -156,7 +162,8 @@ def _begin(
             return None
         url = args[1] if len(args) > 1 else kwargs.get("str_or_url")
         host = host_of(url) or host_of(getattr(session, "_base_url", None))
-        return start_exchange(payload, options, INTEGRATION, host), payload.is_batch
+        raw = kwargs.get("data") if kwargs.get("data") is not None else kwargs.get("json")
+        return start_exchange(payload, options, INTEGRATION, host, raw), payload.is_batch
     except Exception as exc:
         guard.report("aiohttp_send", exc, None)
         return None
@@ -185,7 +192,7 @@ def _attach(
         tap.abandon_with(response)
     except Exception as exc:
         guard.report("aiohttp_attach", exc, channel.telemetry.internal_error)
-        channel.close("closed")
+        close_quietly(channel, "closed")
 
 
 def _closing(original: Callable[..., Any], tap: Tap, inner: Any) -> Callable[..., Any]:
@@ -193,18 +200,24 @@ def _closing(original: Callable[..., Any], tap: Tap, inner: Any) -> Callable[...
     empty body nobody needed to read ends normally."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if not tap.done:
-            try:
-                ended = bool(inner.at_eof())
-            except Exception:
-                ended = False
-            if ended:
-                tap.end()
-            else:
-                tap.dropped()
+        try:
+            if not tap.done:
+                if _at_eof(inner):
+                    tap.end()
+                else:
+                    tap.dropped()
+        except Exception as exc:  # the caller's release or close must still run
+            guard.report("aiohttp_close", exc, None)
         return original(*args, **kwargs)
 
     return call
+
+
+def _at_eof(inner: Any) -> bool:
+    try:
+        return bool(inner.at_eof())
+    except Exception:
+        return False
 
 
 def session_request(options: Callable[[], Options]) -> Wrapper:
@@ -223,7 +236,7 @@ def session_request(options: Callable[[], Options]) -> Wrapper:
             with tracking():
                 response = await wrapped(*args, **kwargs)
         except BaseException:
-            begun[0].close("send_failed")
+            close_quietly(begun[0], "send_failed")
             raise
         _attach(response, session, kwargs, begun)
         return response

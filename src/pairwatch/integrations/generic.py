@@ -19,9 +19,9 @@ from typing import Any
 
 import wrapt
 
-from pairwatch import wire
+from pairwatch import guard, wire
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle
+from pairwatch.integrations import Handle, hold
 
 _MISSING = object()
 
@@ -38,7 +38,7 @@ class GenericHandle(Handle):
     """Remembers what was replaced on the instance so uninstall restores it exactly."""
 
     def __init__(self, obj: object, channel: Channel) -> None:
-        self.obj = obj
+        self._obj = hold(obj)  # a handle must not keep its client alive
         self.channel = channel
         self._saved: list[tuple[str, object]] = []
 
@@ -48,12 +48,17 @@ class GenericHandle(Handle):
         setattr(self.obj, name, wrapt.FunctionWrapper(original, wrapper))
         self._saved.append((name, own))
 
+    @property
+    def obj(self) -> Any:
+        return self._obj()
+
     def uninstall(self) -> None:
-        for name, own in reversed(self._saved):
+        obj = self.obj
+        for name, own in reversed(self._saved if obj is not None else []):
             if own is _MISSING:
-                delattr(self.obj, name)
+                delattr(obj, name)
             else:
-                setattr(self.obj, name, own)
+                setattr(obj, name, own)
         self._saved.clear()
         self.channel.close("closed")
 
@@ -69,7 +74,7 @@ def _sender(channel: Channel, also_receive: bool) -> tuple[Wrapper, Wrapper]:
         parsed = wire.parse(payload)
         if not parsed.messages and not parsed.is_batch:
             return False
-        channel.sent_parsed(parsed)
+        channel.sent_parsed(parsed, payload)
         return True
 
     def after(recorded: bool, result: object) -> None:
@@ -103,7 +108,8 @@ def _safely(fn: Callable[..., Any], *args: Any) -> Any:
     """Channel calls are already shielded; this guards the glue around them."""
     try:
         return fn(*args)
-    except Exception:
+    except Exception as exc:
+        guard.report("generic", exc, None)
         return False
 
 
@@ -149,7 +155,7 @@ def _receiver(channel: Channel, is_async: bool) -> Wrapper:
         ) -> Any:
             result = await wrapped(*args, **kwargs)
             if result is not None:
-                channel.received(result)
+                guard.quietly("generic", channel.received, result)
             return result
 
         return areceive
@@ -159,7 +165,7 @@ def _receiver(channel: Channel, is_async: bool) -> Wrapper:
     ) -> Any:
         result = wrapped(*args, **kwargs)
         if result is not None:
-            channel.received(result)
+            guard.quietly("generic", channel.received, result)
         return result
 
     return receive
@@ -177,7 +183,7 @@ def _closer(channel: Channel, is_async: bool) -> Wrapper:
             try:
                 return await wrapped(*args, **kwargs)
             finally:
-                channel.close("closed")
+                guard.quietly("generic", channel.close, "closed")
 
         return aclose
 
@@ -187,6 +193,6 @@ def _closer(channel: Channel, is_async: bool) -> Wrapper:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            channel.close("closed")
+            guard.quietly("generic", channel.close, "closed")
 
     return close

@@ -24,7 +24,7 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import Tap, request_payload, start_exchange
+from pairwatch.integrations._stream import Tap, close_quietly, request_payload, start_exchange
 
 LIBRARIES = ("httpx", "httpx2")
 
@@ -116,7 +116,7 @@ def _begin(request: Any, options: Options, lib_name: str) -> tuple[Channel, bool
         payload = request_payload(body)
         if payload is None:
             return None
-        channel = start_exchange(payload, options, lib_name, host_of(request.url))
+        channel = start_exchange(payload, options, lib_name, host_of(request.url), body)
         return channel, payload.is_batch
     except Exception as exc:
         guard.report("httpx_send", exc, None)
@@ -143,7 +143,7 @@ def _attach(response: Any, begun: tuple[Channel, bool], tee: type) -> Tap | None
         return tap
     except Exception as exc:
         guard.report("httpx_attach", exc, channel.telemetry.internal_error)
-        channel.close("closed")
+        close_quietly(channel, "closed")
         return None
 
 
@@ -169,7 +169,7 @@ def sync_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
             with tracking():
                 response = wrapped(*args, **{**kwargs, "stream": True})
         except BaseException:
-            begun[0].close("send_failed")
+            close_quietly(begun[0], "send_failed")
             raise
         tap = _attach(response, begun, tee)
         if stream:
@@ -203,7 +203,7 @@ def async_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
             with tracking():
                 response = await wrapped(*args, **{**kwargs, "stream": True})
         except BaseException:
-            begun[0].close("send_failed")
+            close_quietly(begun[0], "send_failed")
             raise
         tap = _attach(response, begun, tee)
         if stream:

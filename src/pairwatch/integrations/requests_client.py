@@ -16,7 +16,7 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import Tap, request_payload, start_exchange
+from pairwatch.integrations._stream import Tap, close_quietly, request_payload, start_exchange
 
 INTEGRATION = "requests"
 
@@ -47,8 +47,11 @@ class RawTee:
                 setattr(raw, name, make(original))
 
     def _decodes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        flag = kwargs.get("decode_content", args[1] if len(args) > 1 else None)
-        return bool(self.raw.decode_content if flag is None else flag)
+        try:
+            flag = kwargs.get("decode_content", args[1] if len(args) > 1 else None)
+            return bool(self.raw.decode_content if flag is None else flag)
+        except Exception:  # runs on the caller's read path: guess rather than raise
+            return True
 
     def _feed(self, data: bytes, decoded: bool) -> None:
         if decoded:
@@ -109,10 +112,13 @@ class RawTee:
                 raise
             finally:
                 self.depth -= 1
-            self._feed(data, self._decodes(args, kwargs))
-            unbounded = amt is None or (isinstance(amt, int) and amt < 0)
-            if not data or (unbounded and whole_when_unbounded):
-                self.tap.end()
+            try:
+                self._feed(data, self._decodes(args, kwargs))
+                unbounded = amt is None or (isinstance(amt, int) and amt < 0)
+                if not data or (unbounded and whole_when_unbounded):
+                    self.tap.end()
+            except Exception as exc:  # the caller's bytes are read: hand them over
+                guard.report("requests_tee", exc, None)
             return data
 
         return read
@@ -122,17 +128,18 @@ class RawTee:
             try:
                 return original(*args, **kwargs)
             finally:
-                self.tap.dropped()  # a no-op once the body ended
+                guard.quietly("requests_tee", self.tap.dropped)  # a no-op once ended
 
         return close
 
 
 def _begin(request: Any, options: Options) -> tuple[Channel, bool] | None:
     try:
-        payload = request_payload(getattr(request, "body", None))
+        body = getattr(request, "body", None)
+        payload = request_payload(body)
         if payload is None:
             return None
-        channel = start_exchange(payload, options, INTEGRATION, host_of(request.url))
+        channel = start_exchange(payload, options, INTEGRATION, host_of(request.url), body)
         return channel, payload.is_batch
     except Exception as exc:
         guard.report("requests_send", exc, None)
@@ -158,7 +165,7 @@ def _attach(response: Any, begun: tuple[Channel, bool]) -> Tap | None:
         return tap
     except Exception as exc:
         guard.report("requests_attach", exc, channel.telemetry.internal_error)
-        channel.close("closed")
+        close_quietly(channel, "closed")
         return None
 
 
@@ -178,7 +185,7 @@ def session_send(options: Callable[[], Options]) -> Wrapper:
             with tracking():
                 response = wrapped(*args, **{**kwargs, "stream": True})
         except BaseException:
-            begun[0].close("send_failed")
+            close_quietly(begun[0], "send_failed")
             raise
         tap = _attach(response, begun)
         if not stream:
