@@ -9,8 +9,9 @@ import sys
 import time
 import urllib.request
 
-from components import require
 from prometheus_client.parser import text_string_to_metric_families
+
+from components import require
 
 
 def totals(text: str) -> dict[str, float]:
