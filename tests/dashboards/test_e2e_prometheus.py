@@ -131,7 +131,10 @@ def test_alerts_go_pending_or_firing(demo_prometheus: PrometheusServer) -> None:
     # duplicate ids; missing alone is not duplicate ids either.
     assert alert_state(alerts, "PairwatchDuplicateIdsSuspected", job="demo-echo-fault") is None
     assert alert_state(alerts, "PairwatchDuplicateIdsSuspected", job="demo-dropped") is None
-    assert alert_state(alerts, "PairwatchUnknownIdResponses", job="demo-duplicate-ids") is None
+    # Not asserted: PairwatchUnknownIdResponses staying off for demo-duplicate-ids. In the
+    # first seconds increase() ignores each series' first sample, and missing is split
+    # per method, so a sparse transport (sse) can briefly show unknown without missing and
+    # go pending; `for: 5m` keeps that from firing, which this short test cannot observe.
     dup = next(
         a
         for a in alerts
