@@ -213,7 +213,7 @@ def render(
         top = max((v for item in series for v in item.values if v == v), default=0.0)
         top *= 1000.0 if unit == "s" else 1.0
         ax.set_ylim(0, top * (1.5 if len(series) > 4 else 1.3) if top > 0 else 1)
-        locator = mdates.AutoDateLocator(minticks=4, maxticks=8)  # type: ignore[no-untyped-call]
+        locator = mdates.AutoDateLocator(minticks=4, maxticks=10)  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
         ax.set_xlabel("time (UTC)", fontsize=9)
