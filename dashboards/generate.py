@@ -165,9 +165,10 @@ def counters_against_each_other(panel_id: int) -> ts_b.Panel:
             panel_id,
             "Unknown-id, missing and null-id responses per second",
             "The three pairing counters on one chart, so their co-occurrence is visible: "
-            "unknown and missing rising together = duplicate ids; null alone = a malformed "
-            "request element; missing alone = dropped responses or timeouts; unknown alone = "
-            "the server echoes ids wrongly. See the runbook linked from the dashboard.",
+            "unknown and missing rising together = duplicate ids; null ids (with the missing "
+            "responses they leave behind) = a malformed request element; missing alone = "
+            "dropped responses or timeouts; unknown alone = the server echoes ids wrongly. "
+            "See the runbook linked from the dashboard.",
             [
                 query(f"sum by ({by}) ({R_UNKNOWN}{sel()})", f"unknown id {legend}", "A"),
                 query(f"sum by ({by}) ({R_MISSING}{sel()})", f"missing {legend}", "B"),
@@ -235,14 +236,16 @@ def co_occurrence(panel_id: int) -> ts_b.Panel:
             panel_id,
             "Diagnosis read from the counters (co-occurrence per job / transport / server)",
             "Each series is present only while its pattern holds for a job/transport/server "
-            "over the last 5m; its value is the rate of the leading counter. "
+            "over the last 5m; its value is the rate of the leading counter. The patterns "
+            "are exclusive and follow pairwatch's own order of blame (pairwatch.diagnosis): "
             "Duplicate ids: unknown AND missing both rising. Malformed request element: "
-            "null id alone. Dropped responses / timeouts: missing alone. Server id echo "
-            "fault: unknown without missing.",
+            "null ids, otherwise (a request answered with id null also counts as missing). "
+            "Dropped responses / timeouts: missing alone. Server id echo fault: unknown "
+            "alone.",
             [
                 query(f"{unknown} and {on} {missing}", f"duplicate ids: {TARGET_LEGEND}", "A"),
                 query(
-                    f"{null} unless {on} ({unknown} or {missing})",
+                    f"{null} unless {on} ({unknown} and {on} {missing})",
                     f"malformed request element: {TARGET_LEGEND}",
                     "B",
                 ),
@@ -252,7 +255,7 @@ def co_occurrence(panel_id: int) -> ts_b.Panel:
                     "C",
                 ),
                 query(
-                    f"{unknown} unless {on} {missing}",
+                    f"{unknown} unless {on} ({missing} or {null})",
                     f"server id echo fault: {TARGET_LEGEND}",
                     "D",
                 ),

@@ -3,6 +3,13 @@
     python dashboards/render_png.py --prometheus http://127.0.0.1:9090 \
         --output dashboards/pairwatch.png --range 15m
 
+or, to regenerate the picture in the README (docs/dashboard.png) from scratch, the way it
+was made: run `pairwatch demo` with its default fault mix and a real Prometheus (the
+`prometheus` binary on PATH, scraping every 5 s with dashboards/rules/ loaded) for six
+minutes, so the 5-minute recording rules are past their ramp, then draw that run:
+
+    python dashboards/render_png.py --from-demo 6m --output docs/dashboard.png
+
 A picture of what the panels show for readers without a Grafana. Each panel's queries are
 taken from dashboards/pairwatch.json (so the picture shows the dashboard's real queries),
 template variables are filled in as the "All" choice would, and every query is run through
@@ -15,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
+import signal
 import sys
 import time
 import urllib.parse
@@ -41,6 +50,17 @@ MAX_SERIES_PER_PANEL = 12
 
 # Grafana colour names used by the dashboard's overrides, as matplotlib colours.
 COLORS = {"dark-red": "darkred", "orange": "darkorange", "red": "red", "purple": "purple"}
+
+# y-axis label per Grafana unit; the panel's unit says what is counted per second.
+UNIT_LABELS = {
+    "reqps": "responses / s",
+    "ops": "batches / s",
+    "s": "milliseconds",
+    "short": "requests per batch",
+}
+# Quantile series ("p50 ...", "p95 ...", "p99 ...") share a colour per label set and differ
+# by line style, so a dozen latency lines stay readable.
+QUANTILE_STYLES = {"p50": "-", "p95": "--", "p99": ":"}
 
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 _SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -125,7 +145,13 @@ def render(
     end: float | None = None,
     values: Mapping[str, str] | None = None,
     panel_ids: Sequence[int] = MAIN_PANELS,
+    source: str | None = None,
 ) -> Path:
+    """Draw `panel_ids` from `base_url` over the `range_seconds` ending at `end` (now).
+
+    `source` describes where the data came from in the picture's subtitle (default: the
+    Prometheus URL).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -142,12 +168,12 @@ def render(
 
     columns = 2
     rows = (len(panel_ids) + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(16, 4.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows), squeeze=False)
     fig.suptitle(
-        f"{dashboard.get('title', 'pairwatch')}\n"
+        f"{dashboard.get('title', 'pairwatch')}: main panels of dashboards/pairwatch.json\n"
         f"{datetime.fromtimestamp(start, tz=timezone.utc):%Y-%m-%d %H:%M:%S} to "
-        f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {base_url}",
-        fontsize=13,
+        f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {source or base_url}",
+        fontsize=14,
     )
     for index, panel_id in enumerate(panel_ids):
         ax = axes[index // columns][index % columns]
@@ -157,21 +183,49 @@ def render(
             base_url, [q for q in queries if q.panel_id == panel_id], start, end, step, values or {}
         )
         colors = override_colors(panel)
+        palette = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
+        by_rest: dict[str, str] = {}  # quantile series: one colour per rest of the name
+        used: dict[str, int] = {}  # fixed colours: vary the line style when shared
         for item in series[:MAX_SERIES_PER_PANEL]:
+            quantile, _, rest = item.name.partition(" ")
             color = next((c for pattern, c in colors if pattern.search(item.name)), None)
-            ax.plot(item.times, item.values, label=item.name, color=color, linewidth=1.6)
-        ax.set_title(str(panel.get("title", "")), fontsize=11)
+            style = "-"
+            if quantile in QUANTILE_STYLES and rest:
+                style = QUANTILE_STYLES[quantile]
+                color = color or by_rest.setdefault(rest, next(palette))
+            elif color is not None:
+                style = ("-", "--", ":", "-.")[used.get(color, 0) % 4]
+                used[color] = used.get(color, 0) + 1
+            else:
+                color = next(palette)
+            scale = 1000.0 if unit == "s" else 1.0  # seconds are drawn as milliseconds
+            ax.plot(
+                item.times,
+                [v * scale for v in item.values],
+                label=item.name,
+                color=color,
+                linestyle=style,
+                linewidth=1.8,
+            )
+        ax.set_title(str(panel.get("title", "")), fontsize=12, fontweight="bold")
         ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
+        # Headroom above the highest line keeps the legend (upper left) off the data.
+        top = max((v for item in series for v in item.values if v == v), default=0.0)
+        top *= 1000.0 if unit == "s" else 1.0
+        ax.set_ylim(0, top * (1.5 if len(series) > 4 else 1.3) if top > 0 else 1)
+        locator = mdates.AutoDateLocator(minticks=4, maxticks=10)  # type: ignore[no-untyped-call]
+        ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
+        ax.set_xlabel("time (UTC)", fontsize=9)
         if unit == "percentunit":
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+            ax.set_ylabel("share of batches")
         else:
-            ax.set_ylabel(
-                {"reqps": "per second", "ops": "per second", "s": "seconds"}.get(unit, "")
-            )
+            ax.set_ylabel(UNIT_LABELS.get(unit, ""))
         if series:
-            ax.legend(fontsize=7, loc="upper left", framealpha=0.8)
+            ax.legend(
+                fontsize=8, loc="upper left", framealpha=0.9, ncol=3 if len(series) > 6 else 1
+            )
         else:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     for index in range(len(panel_ids), rows * columns):
@@ -183,9 +237,63 @@ def render(
     return output
 
 
+def render_from_demo(
+    duration: float,
+    output: Path,
+    *,
+    prometheus_bin: str,
+    dashboard_path: Path = DASHBOARD,
+    step: float | None = None,
+) -> Path:
+    """Run `pairwatch demo` (default faults) scraped by a real Prometheus with the
+    repository's rule files for `duration` seconds, then render that run.
+
+    Everything runs on 127.0.0.1 in a temporary directory and is stopped afterwards, so
+    the picture comes from the exporter's real output, not from invented series.
+    """
+    import tempfile
+
+    from live import start_demo, start_prometheus, wait_for
+
+    with tempfile.TemporaryDirectory(prefix="pairwatch-snapshot-") as tmp:
+        workdir = Path(tmp)
+        demo = start_demo("pairwatch-demo", workdir)
+        try:
+            server = start_prometheus(
+                prometheus_bin, workdir, {"pairwatch-demo": [demo.target]}, interval="5s"
+            )
+            try:
+                started = time.time()
+                print(f"demo at {demo.target}, prometheus at {server.base_url}", file=sys.stderr)
+                wait_for(lambda: time.time() - started, lambda t: t >= duration, duration + 5)
+                return render(
+                    server.base_url,
+                    output,
+                    dashboard_path=dashboard_path,
+                    range_seconds=duration,
+                    step=step if step is not None else 5.0,  # the scrape interval
+                    source="`pairwatch demo` (default fault mix) scraped by Prometheus every 5 s",
+                )
+            finally:
+                server.stop()
+        finally:
+            demo.stop()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Render pairwatch dashboard panels to a PNG.")
-    parser.add_argument("--prometheus", required=True, help="base URL, e.g. http://127.0.0.1:9090")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prometheus", help="base URL, e.g. http://127.0.0.1:9090")
+    source.add_argument(
+        "--from-demo",
+        metavar="DURATION",
+        help="run pairwatch demo and a Prometheus this long (e.g. 6m), then render that run",
+    )
+    parser.add_argument(
+        "--prometheus-bin",
+        default=shutil.which("prometheus"),
+        help="prometheus binary for --from-demo (default: the one on PATH)",
+    )
     parser.add_argument("--output", type=Path, default=Path("pairwatch.png"))
     parser.add_argument("--dashboard", type=Path, default=DASHBOARD)
     parser.add_argument("--range", default="15m", help="time range ending now (or at --end)")
@@ -200,6 +308,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     values = dict(item.split("=", 1) for item in args.var)
+    if args.from_demo:
+        if not args.prometheus_bin:
+            parser.error("--from-demo needs prometheus: apt-get install prometheus")
+        # SIGTERM unwinds like Ctrl-C, so the demo and Prometheus are stopped, not orphaned.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        print(
+            render_from_demo(
+                parse_duration(args.from_demo),
+                args.output,
+                prometheus_bin=args.prometheus_bin,
+                dashboard_path=args.dashboard,
+                step=parse_duration(args.step) if args.step else None,
+            )
+        )
+        return 0
     out = render(
         args.prometheus,
         args.output,
