@@ -22,7 +22,7 @@ from opentelemetry import metrics, trace
 from pairwatch import diagnosis, guard, wire
 from pairwatch.ledger import Ledger, Limits
 from pairwatch.records import Batch, Tally
-from pairwatch.telemetry import Labels, Telemetry
+from pairwatch.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, Telemetry
 
 __all__ = ["Channel", "Options", "open_channel"]
 
@@ -181,6 +181,31 @@ class Channel:
             self.ledger.expire()
         except Exception as exc:
             guard.report("expire", exc, self.telemetry.internal_error)
+
+    def relabel(self, transport: str) -> None:
+        """Change the transport label of what this channel reports from now on.
+
+        An HTTP exchange learns whether its reply is an event stream only from the response
+        headers, after the request was recorded; batches still open report the new label.
+        """
+        try:
+            sink = self.ledger.sink
+            if isinstance(sink, _Sink):
+                old = sink.labels
+                integration = old.base.get(INTEGRATION, "manual")
+                sink.labels = self.telemetry.labels(
+                    transport, integration, old.base.get(SERVER_ADDRESS)
+                )
+        except Exception as exc:
+            guard.report("relabel", exc, self.telemetry.internal_error)
+
+    def watch(self) -> None:
+        """Let the sweeper expire this channel's batches even though it is bound.
+
+        Bound exchanges normally close at body end; a streamed body the caller holds open
+        without reading still has to time out.
+        """
+        _sweeper.watch(self)
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,83 @@
+"""``PairwatchInstrumentor``: every client of every installed HTTP library, process-wide.
+
+An OpenTelemetry ``BaseInstrumentor``, registered under the ``opentelemetry_instrumentor``
+entry point, so ``opentelemetry-instrument python app.py`` turns it on with the other
+instrumentations.  It wraps the client classes' send methods (``httpx.Client.send``,
+``requests.Session.send``, ``aiohttp.ClientSession._request``...) with wrapt, for each library
+that is installed; a library that is absent is skipped, never imported.  ``uninstrument()``
+puts the original methods back.
+
+``instrumentation_dependencies()`` is empty on purpose: the libraries are alternatives, and
+BaseInstrumentor refuses to instrument when any listed dependency is missing.
+
+Clients instrumented one by one with ``pairwatch.instrument(client)`` keep their own
+settings: their exchanges are tracked once, by their own wrapper.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Collection
+from typing import Any
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+    BaseInstrumentor,
+)
+from opentelemetry.instrumentation.utils import unwrap
+
+from pairwatch.channel import Options
+from pairwatch.integrations import KNOWN
+
+__all__ = ["PairwatchInstrumentor"]
+
+_OPTION_NAMES = frozenset(Options.__dataclass_fields__)
+
+
+def _installed(root: str) -> bool:
+    try:
+        return importlib.util.find_spec(root) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Instruments every httpx/httpx2, requests and aiohttp client of the process.
+
+    Keyword arguments of ``instrument()`` are :class:`pairwatch.Options` fields
+    (``meter_provider``, ``tracer_provider``, ``timeout``, ``spans``...); others that
+    OpenTelemetry's auto-instrumentation passes along are ignored.
+    """
+
+    _lock = threading.Lock()
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ()
+
+    def _instrument(self, **kwargs: Any) -> None:
+        settings = {k: v for k, v in kwargs.items() if k in _OPTION_NAMES}
+        self._options = Options(**settings)
+        self._wrapped: list[tuple[type, str]] = []
+        with self._lock:
+            for known in KNOWN:
+                if not any(_installed(root) for root in known.roots):
+                    continue
+                module = known.load()
+                for cls, method, wrapper in module.targets(self._current_options):
+                    wrapt.wrap_function_wrapper(cls, method, wrapper)
+                    self._wrapped.append((cls, method))
+
+    def _current_options(self) -> Options:
+        return self._options
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        with self._lock:
+            for cls, method in reversed(getattr(self, "_wrapped", [])):
+                unwrap(cls, method)
+            self._wrapped = []
+
+    @property
+    def wrapped(self) -> list[tuple[type, str]]:
+        """The (class, method) pairs currently wrapped, for tests and diagnostics."""
+        return list(getattr(self, "_wrapped", []))

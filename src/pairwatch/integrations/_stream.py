@@ -1,0 +1,298 @@
+"""What every HTTP integration shares: the request sniff, the body tap and an SSE parser.
+
+An HTTP integration only knows where its library keeps the request body and where the
+response bytes flow.  It hands the body to :func:`start_exchange` (which opens one *bound*
+channel per exchange, only for bodies that look like JSON-RPC) and then shows every chunk the
+caller reads to a :class:`Tap`.  The tap never holds the caller's stream: it is handed copies
+of what the caller already got, so the caller reads every byte unchanged and in time.
+
+Why an incremental SSE parser here rather than a library: the caller's own SSE reader (if
+any) must keep the bytes; pairwatch parses a copy, chunk by chunk, so that each event's
+responses are paired at that event's arrival (latency per event, not per stream).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+import zlib
+from typing import Any, Final
+
+from pairwatch import guard, wire
+from pairwatch.channel import Channel, Options
+
+__all__ = ["MAX_BODY", "SseParser", "Tap", "request_payload", "start_exchange"]
+
+MAX_BODY: Final = 64 * 1024 * 1024
+"""Bytes of one JSON body (or one SSE event) pairwatch will buffer; beyond it, it stops."""
+
+_EOL: Final = re.compile(rb"\r\n|\r|\n")
+_DISPATCHED_EVENTS: Final = frozenset({b"", b"message"})
+
+
+class SseParser:
+    """Incremental ``text/event-stream`` parser that yields each complete event's data.
+
+    Handles lines split across chunks, CRLF split between two chunks, CR-only and LF-only
+    line ends, multi-line ``data`` (joined with ``\\n``), comments and a leading BOM.  Only
+    events of the default type or ``message`` are returned: other event types (pings,
+    endpoint announcements) are not JSON-RPC traffic.  An event still incomplete when the
+    stream ends is discarded, as the SSE specification says.
+    """
+
+    __slots__ = ("_buf", "_data", "_data_size", "_event", "_skip_lf", "_started", "overflow")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._event = b""
+        self._skip_lf = False
+        self._started = False
+        self.overflow = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Take the next chunk; return the data of every event it completed, in order."""
+        if not chunk:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        data = self._buf + chunk if self._buf else chunk
+        if not self._started:
+            if len(data) < 3 and b"\xef\xbb\xbf".startswith(data):
+                self._buf = data
+                return []
+            self._started = True
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+        events: list[bytes] = []
+        start = 0
+        for match in _EOL.finditer(data):
+            end = match.start()
+            if match.group() == b"\r" and match.end() == len(data):
+                self._skip_lf = True  # the LF of a CRLF may open the next chunk
+            self._line(data[start:end], events)
+            start = match.end()
+        rest = data[start:]
+        if len(rest) > MAX_BODY:
+            self.overflow = True
+            rest = b""
+        self._buf = rest
+        return events
+
+    def _line(self, line: bytes, events: list[bytes]) -> None:
+        if not line:
+            if self._data and self._event in _DISPATCHED_EVENTS:
+                events.append(b"\n".join(self._data))
+            self._data = []
+            self._data_size = 0
+            self._event = b""
+            return
+        if line[:1] == b":":
+            return  # a comment (keep-alive)
+        field, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            self._data_size += len(value)
+            if self._data_size > MAX_BODY:
+                self.overflow = True
+                self._data = []
+                return
+            self._data.append(value)
+        elif field == b"event":
+            self._event = value
+
+
+def request_payload(body: object) -> wire.Payload | None:
+    """Classify a request body when, and only when, it looks like JSON-RPC.
+
+    The sniff looks at one character and one substring, so the common case (not JSON-RPC)
+    costs well under a microsecond and parses nothing.
+    """
+    if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
+        return None
+    parsed = wire.parse(body)
+    if not parsed.messages:
+        return None
+    return parsed
+
+
+def decoded_payload(value: object) -> wire.Payload | None:
+    """Like :func:`request_payload` for a body the caller passed as a JSON object."""
+    if isinstance(value, dict):
+        looks = "jsonrpc" in value
+    elif isinstance(value, list):
+        looks = bool(value) and isinstance(value[0], dict) and "jsonrpc" in value[0]
+    else:
+        looks = False
+    if not looks:
+        return None
+    parsed = wire.parse(value)
+    return parsed if parsed.messages else None
+
+
+def start_exchange(
+    payload: wire.Payload, options: Options, integration: str, host: str | None
+) -> Channel:
+    """Open the bound channel of one HTTP exchange and record what is being sent."""
+    channel = Channel(
+        transport="http",
+        integration=integration,
+        server_address=host or None,
+        bound=True,
+        options=options,
+    )
+    channel.sent_parsed(payload)
+    return channel
+
+
+def _decompressor(encoding: str | None) -> Any:
+    """A private decoder for ``Content-Encoding``; ``False`` when pairwatch cannot decode it."""
+    if not encoding:
+        return None
+    enc = encoding.strip().lower()
+    if enc in ("", "identity"):
+        return None
+    if enc in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if enc == "deflate":
+        return zlib.decompressobj()
+    return False
+
+
+class Tap:
+    """Sees a copy of every chunk of one response body and keeps the channel's books.
+
+    ``chunk`` receives bytes the caller already has, as decoded content; ``raw_chunk``
+    receives bytes still carrying the ``Content-Encoding`` (decoded here on a private
+    decompressor, never the caller's).  ``end`` marks the body complete, ``dropped`` a body
+    cut short or abandoned.  JSON bodies are paired at their end; event streams per event.
+    Every method is shielded: a failure here is counted, never raised.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_buffer",
+        "_channel",
+        "_decoder",
+        "_done",
+        "_size",
+        "_split",
+        "_sse",
+        "_watch",
+    )
+
+    def __init__(
+        self,
+        channel: Channel,
+        content_type: str | None,
+        encoding: str | None = None,
+        *,
+        batch_sent: bool = False,
+    ) -> None:
+        self._channel = channel
+        # A batch answered over SSE may come back one element per event (MCP's streamable
+        # HTTP does this): each such event is one element of the batch reply, not a
+        # single-object reply to a batch.
+        self._split = batch_sent
+        self._done = False
+        self._buffer: list[bytes] = []
+        self._size = 0
+        self._decoder = _decompressor(encoding)
+        is_sse = bool(content_type) and "text/event-stream" in str(content_type).lower()
+        self._sse = SseParser() if is_sse else None
+        if is_sse:
+            channel.relabel("sse")
+        self._watch: weakref.finalize[Any, Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def abandon_with(self, owner: object) -> None:
+        """Close as ``stream_dropped`` if ``owner`` (the caller's response) is collected
+        before its body ended, and let the sweeper apply the timeout meanwhile."""
+        try:
+            self._watch = weakref.finalize(owner, _abandoned, self._channel)
+            self._watch.atexit = False
+            self._channel.watch()
+        except Exception as exc:
+            self._fail("tap_watch", exc)
+
+    def chunk(self, data: bytes | bytearray | memoryview) -> None:
+        if self._done or not data:
+            return
+        try:
+            self._take(bytes(data))
+        except Exception as exc:
+            self._fail("tap_chunk", exc)
+
+    def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
+        """A chunk that still carries the response's Content-Encoding."""
+        if self._done or not data:
+            return
+        try:
+            decoder = self._decoder
+            if decoder is False:
+                return  # an encoding pairwatch cannot read: the body closes as missing
+            self._take(bytes(data) if decoder is None else decoder.decompress(bytes(data)))
+        except Exception as exc:
+            self._fail("tap_chunk", exc)
+
+    def _take(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._sse is not None:
+            for event in self._sse.feed(data):
+                payload = wire.parse(event)
+                if self._split and not payload.is_batch and payload.unparseable is None:
+                    payload = wire.Payload(True, payload.messages)
+                self._channel.received_parsed(payload)
+            return
+        self._size += len(data)
+        if self._size > MAX_BODY:
+            self._buffer = []
+            self._finish("body_too_large")
+            return
+        self._buffer.append(data)
+
+    def end(self) -> None:
+        """The body or stream ended normally: pair what is left and close the exchange."""
+        if self._done:
+            return
+        try:
+            if self._sse is not None:
+                self._finish("stream_end")
+                return
+            body = b"".join(self._buffer)
+            self._buffer = []
+            self._channel.received(body)
+            self._finish("body_end")
+        except Exception as exc:
+            self._fail("tap_end", exc)
+
+    def dropped(self, reason: str = "stream_dropped") -> None:
+        """The body was cut short, failed, or was closed before its end."""
+        if self._done:
+            return
+        self._buffer = []
+        self._finish(reason)
+
+    def _finish(self, reason: str) -> None:
+        self._done = True
+        if self._watch is not None:
+            self._watch.detach()
+            self._watch = None
+        self._channel.close(reason)
+
+    def _fail(self, kind: str, exc: BaseException) -> None:
+        guard.report(kind, exc, self._channel.telemetry.internal_error)
+        self._done = True
+        self._channel.close("closed")
+
+
+def _abandoned(channel: Channel) -> None:
+    channel.close("stream_dropped")

@@ -1,0 +1,165 @@
+"""One driver per HTTP client library, and a scripted stdlib server for exact replies.
+
+A driver performs one POST the way a user of that library would (buffered, or streamed for
+SSE), with or without pairwatch, and returns what the caller saw: the body bytes (joined
+chunks when streamed), or the exception's type and message.  Comparing two drivers' results
+is the transparency check; the counters come from the ``otel`` fixture's in-memory reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import requests
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+if str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))
+
+import pairwatch  # noqa: E402
+
+JSON = {"Content-Type": "application/json"}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the caller got: the body, a decoded JSON value, or an exception."""
+
+    body: bytes | None = None
+    decoded: Any = None
+    error: tuple[str, str] | None = None
+
+
+def _failed(exc: BaseException) -> Seen:
+    return Seen(error=(type(exc).__name__, str(exc)))
+
+
+def _decode(body: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(body)
+    except ValueError:
+        return "<not json>"
+
+
+def httpx_sync(url: str, body: bytes, sse: bool, instrument: Callable[[Any], Any]) -> Seen:
+    with instrument(httpx.Client(timeout=5)) as client:
+        try:
+            if sse:
+                with client.stream("POST", url, content=body, headers=JSON) as r:
+                    return Seen(b"".join(r.iter_bytes()))
+            r = client.post(url, content=body, headers=JSON)
+            return Seen(r.content, _decode(r.content))
+        except Exception as exc:
+            return _failed(exc)
+
+
+def httpx_async(url: str, body: bytes, sse: bool, instrument: Callable[[Any], Any]) -> Seen:
+    async def run() -> Seen:
+        async with instrument(httpx.AsyncClient(timeout=5)) as client:
+            try:
+                if sse:
+                    async with client.stream("POST", url, content=body, headers=JSON) as r:
+                        return Seen(b"".join([c async for c in r.aiter_bytes()]))
+                r = await client.post(url, content=body, headers=JSON)
+                return Seen(r.content, _decode(r.content))
+            except Exception as exc:
+                return _failed(exc)
+
+    return asyncio.run(run())
+
+
+def requests_session(url: str, body: bytes, sse: bool, instrument: Callable[[Any], Any]) -> Seen:
+    with instrument(requests.Session()) as session:
+        try:
+            if sse:
+                with session.post(url, data=body, headers=JSON, stream=True, timeout=5) as r:
+                    return Seen(b"".join(r.iter_content(chunk_size=None)))
+            r = session.post(url, data=body, headers=JSON, timeout=5)
+            return Seen(r.content, _decode(r.content))
+        except Exception as exc:
+            return _failed(exc)
+
+
+def aiohttp_session(url: str, body: bytes, sse: bool, instrument: Callable[[Any], Any]) -> Seen:
+    async def run() -> Seen:
+        async with aiohttp.ClientSession() as session:
+            instrument(session)
+            try:
+                async with session.post(url, data=body, headers=JSON) as r:
+                    if sse:
+                        return Seen(b"".join([c async for c in r.content.iter_any()]))
+                    got = await r.read()  # web3.py's AsyncHTTPProvider reads this way
+                    return Seen(got, _decode(got))
+            except Exception as exc:
+                return _failed(exc)
+
+    return asyncio.run(run())
+
+
+DRIVERS: dict[str, Callable[..., Seen]] = {
+    "httpx": httpx_sync,
+    "httpx_async": httpx_async,
+    "requests": requests_session,
+    "aiohttp": aiohttp_session,
+}
+
+
+def instrumenting(otel: Any) -> Callable[[Any], Any]:
+    def apply(client: Any) -> Any:
+        return pairwatch.instrument(
+            client, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+        )
+
+    return apply
+
+
+def bare(client: Any) -> Any:
+    return client
+
+
+# ----------------------------------------------------------------- scripted server
+SCRIPTS: dict[str, tuple[int, dict[str, str], list[bytes], bool]] = {}
+"""path -> (status, headers, body chunks written one by one, whether to cut the body)."""
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _reply(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        status, headers, chunks, cut = SCRIPTS.get(self.path, (404, {}, [b"no script"], False))
+        self.send_response(status)
+        body = b"".join(chunks)
+        chunked = headers.get("Transfer-Encoding") == "chunked"
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if not chunked:
+            self.send_header("Content-Length", str(len(body) * (2 if cut else 1)))
+        self.end_headers()
+        for chunk in chunks:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+            self.wfile.flush()
+        if cut:
+            self.close_connection = True
+            return
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    do_POST = _reply
+    do_GET = _reply
+
+
