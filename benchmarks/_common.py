@@ -59,6 +59,8 @@ class Results:
 
     def add(self, row: Row) -> Row:
         self.rows.append(row)
+        # Progress on stderr, so that a long or interrupted run still shows what it measured.
+        print(f"  {row.section} / {row.case}: median {row.median:.3f} {row.unit}", file=sys.stderr)
         return row
 
     def skip(self, section: str, case: str, why: str) -> None:

@@ -29,6 +29,7 @@ import pairwatch
 
 HEADERS = {"content-type": "application/json"}
 TARGETS = {"metrics": 1.10, "spans": 1.50}
+CLEANUP: list[Callable[[], object]] = []  # closers for clients that warn when left open
 
 
 class _Discard(SpanExporter):
@@ -100,6 +101,7 @@ def aiohttp_variants(url: str, payload: bytes) -> dict[str, Callable[[int], obje
             return aiohttp.ClientSession()
 
         session = _instrumented(loop.run_until_complete(create()), settings)
+        CLEANUP.append(lambda: loop.run_until_complete(session.close()))
 
         async def go(n: int) -> None:
             for _ in range(n):
@@ -141,6 +143,8 @@ def run_http(
             per_call = (time.perf_counter() - t0) / 5
             per_block = max(3, int(budget_s / (repeats * len(variants)) / per_call))
             timings = interleaved(variants, repeats, per_block)
+            while CLEANUP:
+                CLEANUP.pop()()
             bare = median_us(timings, "bare")
             for name in ("metrics", "spans", "noop"):
                 note = f"bare {bare:,.0f} µs, {name} {median_us(timings, name):,.0f} µs"
