@@ -36,6 +36,11 @@ class Row:
     target: float | None = None  # the same unit; a ratio target of 1.10 means +10 %
     note: str = ""
     skipped: str = ""
+    # The --short failure threshold: twice the target, or twice the known current median
+    # where a target is missed by a documented gap (README, "Performance"), so that CI
+    # catches regressions and not the gap itself.
+    known: float | None = None
+    gated: bool = True  # absolute times swing with machine load: those are shown, not gated
 
     @property
     def median(self) -> float:
@@ -50,7 +55,14 @@ class Row:
     @property
     def gross(self) -> bool:
         """A regression far beyond noise: the median above twice the target."""
-        return self.target is not None and bool(self.values) and self.median > 2 * self.target
+        if not self.gated:
+            return False
+        limit = (
+            max(x for x in (self.target, self.known) if x is not None)
+            if (self.target is not None or self.known is not None)
+            else None
+        )
+        return limit is not None and bool(self.values) and self.median > 2 * limit
 
 
 @dataclass

@@ -4,19 +4,21 @@ Why: one OpenTelemetry SDK call costs 7 to 15 µs (a ``Histogram.record`` about 
 11 to 15 µs), and a closed 100-request batch needs about 100 of them (one latency per paired
 id, one child span per id).  Made inline, that is more than the whole loopback round trip the
 caller is waiting for.  So closing a batch only appends one item to a queue (well under a
-microsecond); the SDK calls run later, with exactly the same values, attributes and
-timestamps (spans carry the times the ledger recorded, not the time they are made).
+microsecond); the SDK calls run later and in bulk, with exactly the same values, attributes
+and timestamps (spans carry the times the ledger recorded, not the time they are made).
+Deferral does not make the SDK calls cheaper (``sdk_fast`` does that for latencies): it takes
+them out of the request's latency and off any lock, and runs them where they cost least.
 
 Who drains the queue, so that readers always see complete data:
 
-* a daemon thread, every few milliseconds, yielding the GIL between items so that the
-  caller's thread gets it back as soon as its socket read returns;
+* the caller, once :data:`MAX_ITEMS` batches are queued, records them all in one go (outside
+  the ledger's lock); this is also the back-pressure that bounds memory;
+* a daemon thread, when callers have been quiet for :data:`INTERVAL` or the oldest item is
+  :data:`MAX_AGE` old, so that a quiet process still exports its spans within a second;
 * every metric collection: :class:`Telemetry` registers an observable instrument whose
   callback drains the queue first (the SDK runs callbacks before it reads the aggregations),
   so a scrape, a periodic export or an ``InMemoryMetricReader`` sees every batch closed
   before the collection started.  The callback observes nothing, so it exports nothing;
-* the caller itself, when the queue is longer than :data:`MAX_ITEMS` (the process produces
-  faster than the thread drains): memory stays bounded and nothing is dropped;
 * :func:`flush` (public as ``pairwatch.flush()``): for spans, which have no collection
   hook, in tests and before a process hands its exporters a final flush.  It is also run
   at interpreter exit.
@@ -35,13 +37,16 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["MAX_ITEMS", "flush", "pause", "submit"]
+__all__ = ["MAX_ITEMS", "flush", "submit"]
 
-MAX_ITEMS: Final = 1024
-"""Queued closed batches beyond which the caller records inline (back-pressure)."""
+MAX_ITEMS: Final = 256
+"""Queued closed batches beyond which the caller records them itself, in one go."""
 
-INTERVAL: Final = 0.005
-"""Seconds the drain thread sleeps when the queue is empty."""
+INTERVAL: Final = 0.1
+"""Seconds between the drain thread's looks at the queue."""
+
+MAX_AGE: Final = 1.0
+"""Seconds after which the drain thread records queued items even if the caller is busy."""
 
 Item = tuple[Callable[..., None], tuple[Any, ...]]
 
@@ -49,10 +54,17 @@ _items: deque[Item] = deque()
 _lock = threading.RLock()  # re-entrant: a span processor may trigger a collection
 _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
+_last_submit = 0.0
+_first_queued = 0.0
 
 
 def submit(fn: Callable[..., None], *args: Any) -> None:
     """Queue ``fn(*args)``; the function must shield its own errors (telemetry does)."""
+    global _last_submit, _first_queued
+    now = time.monotonic()
+    if not _items:
+        _first_queued = now
+    _last_submit = now
     _items.append((fn, args))
     if len(_items) > MAX_ITEMS:
         flush()
@@ -62,7 +74,7 @@ def submit(fn: Callable[..., None], *args: Any) -> None:
 
 def flush() -> None:
     """Record everything queued so far, on this thread; returns when it is recorded."""
-    _drain(pause=False)
+    _drain()
 
 
 def pending() -> int:
@@ -70,18 +82,7 @@ def pending() -> int:
     return len(_items)
 
 
-def pause() -> None:
-    """Give the GIL away for a moment when called on the drain thread (a no-op elsewhere).
-
-    Long items (a batch of 1000 ids is about 9 ms of SDK calls) call this every few SDK
-    calls: a caller whose socket read just returned then waits microseconds for the GIL,
-    not the interpreter's 5 ms switch interval.
-    """
-    if _thread is not None and threading.get_ident() == _thread.ident:
-        time.sleep(0)
-
-
-def _drain(pause: bool) -> None:
+def _drain() -> None:
     with _lock:
         while _items:
             try:
@@ -89,15 +90,20 @@ def _drain(pause: bool) -> None:
             except IndexError:  # another thread took the last one
                 return
             fn(*args)
-            if pause:
-                time.sleep(0)  # hand the GIL to a waiting caller between items
 
 
 def _run() -> None:
     while True:
-        if _items:
-            _drain(pause=True)
         time.sleep(INTERVAL)
+        if not _items:
+            continue
+        now = time.monotonic()
+        # Only when the callers are quiet (or the oldest item is old): a CPU-bound thread
+        # taking the GIL while a caller waits on its socket makes the caller wait the
+        # interpreter's switch interval after every read (the GIL convoy), which measured
+        # 3-4x more expensive than the caller recording the same items itself.
+        if now - _last_submit >= INTERVAL or now - _first_queued >= MAX_AGE:
+            _drain()
 
 
 def _after_fork() -> None:
