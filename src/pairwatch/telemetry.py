@@ -7,10 +7,11 @@ made at close with the recorded timestamps, so nothing here runs while a request
 
 Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the README):
 
-* Off the caller's path.  Closing a batch only queues it (:mod:`pairwatch.deferred`); the
-  SDK calls run on a daemon thread, at the start of every metric collection (an observable
-  callback), under back-pressure, or at ``pairwatch.flush()``.  Readers therefore always see
-  every batch closed before the collection began, with unchanged values and timestamps.
+* Out of the request and off every lock.  Closing a batch only queues it
+  (:mod:`pairwatch.deferred`); the SDK calls run in bulk: by the caller every 256 batches, at
+  the start of every metric collection (an observable callback), on a daemon thread when
+  callers are quiet, or at ``pairwatch.flush()``.  Readers therefore always see every batch
+  closed before the collection began, with unchanged values and timestamps.
 * Fewer SDK calls for the same numbers.  One SDK call costs about 9 µs; a 100-id batch has
   100 latencies, normally under one attribute set.  They are grouped per attribute set and
   applied to the SDK's explicit-bucket aggregation in one lookup (:mod:`pairwatch.sdk_fast`),
