@@ -9,4 +9,8 @@ echo "== ruff" >&2
 echo "== mypy --strict src/" >&2
 .venv/bin/mypy
 echo "== pytest" >&2
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@"
+# A few seconds; fails only on a gross regression (a median above twice its target), so
+# that a noisy machine cannot fail CI.  The full table: python benchmarks/run.py
+echo "== benchmarks --short" >&2
+PYTHONPATH=src exec .venv/bin/python benchmarks/run.py --short

@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import pairwatch
+
 
 class FakeClock:
     """A monotonic clock the test moves by hand."""
@@ -71,6 +73,7 @@ class Otel:
         return [a for n, a, _ in self.collect() if n == name]
 
     def spans(self) -> list[ReadableSpan]:
+        pairwatch.flush()  # spans are made off the caller's path; metrics flush on collect
         return list(self.exporter.get_finished_spans())
 
     def counters(self) -> dict[str, int]:

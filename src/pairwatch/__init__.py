@@ -26,12 +26,14 @@ __version__ = "0.1.0"
 from pairwatch import diagnosis
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
+from pairwatch.deferred import flush
 
 __all__ = [
     "Channel",
     "Options",
     "__version__",
     "diagnosis",
+    "flush",
     "instrument",
     "is_instrumented",
     "open_channel",

@@ -383,7 +383,8 @@ class Ledger:
         pending = self._pending
         missing_keys: list[IdKey] = []
         received = batch.received
-        for index, key in enumerate(batch.keys):
+        # A complete batch (the common case) has nothing to release: skip the pass.
+        for index, key in enumerate(batch.keys if batch.paired < len(batch.keys) else ()):
             if received[index] is not None:
                 continue
             batch.missing += 1

@@ -166,8 +166,8 @@ def test_http_client_unaffected(otel, chaos, fresh_log, caplog, monkeypatch, lib
 
     with caplog.at_level("INFO", logger="pairwatch"):
         got = _run(chaos, run, instrument)
+        settle()  # telemetry is recorded off the caller's path: its failures surface here
     monkeypatch.undo()  # the readers below use the real classes
-    settle()
     assert got == expected
     logged = internal_errors_logged(caplog)
     assert all(n == 1 for n in logged.values()), logged

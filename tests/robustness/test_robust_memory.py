@@ -75,8 +75,10 @@ def test_many_batches_stay_within_caps_and_memory_is_flat():
     with traced() as alive:  # steady state: each new batch evicts an old one
         for i in range(BATCHES, BATCHES + window):
             ch.sent(request(i))
+        settle()  # closed batches wait in telemetry's bounded queue until recorded
         grown = alive()
         ch.close("closed")
+        settle()
         after_close = alive()
     total = BATCHES + window
     settle()
@@ -216,6 +218,7 @@ def test_many_short_exchanges_leave_nothing_behind():
     with traced() as alive:
         for i in range(3_000):
             exchange(i)
+        settle()  # closed batches wait in telemetry's bounded queue until recorded
         left = alive()
     assert left < 32 * KB, left  # 10 bytes kept per exchange would show
     assert meter.value("batch.pair_latency:count") == 8_000

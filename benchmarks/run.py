@@ -1,0 +1,142 @@
+"""pairwatch benchmarks: what instrumentation costs next to the bare client.
+
+Usage (from the repository root, with the dev extras installed)::
+
+    python benchmarks/run.py                 # everything, a few minutes; plain-text table
+    python benchmarks/run.py --markdown      # the same as the README's Markdown table
+    python benchmarks/run.py --short         # CI: a few seconds, exits 1 only on a gross
+                                             # regression (a median above twice its target)
+    python benchmarks/run.py --only ledger,memory
+
+Ratios are instrumented / bare, paired per repeat (see ``_common.py``); min, median and max
+are over repeats.  Servers run in their own processes.  Targets come from issue 7.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import Results, Row, chaos_server, fast_server, server_process
+
+import pairwatch
+
+SECTIONS = ("ledger", "http", "chaos", "web3", "mcp", "memory")
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "x":
+        return f"{value:.2f}"
+    if unit in ("B/id", "B/batch"):
+        return f"{value:,.1f}"
+    return f"{value:.3f}"
+
+
+def _target(row: Row) -> str:
+    if row.target is None:
+        return ""
+    if row.unit == "x":
+        return f"≤ {row.target:.2f}"
+    return f"≤ {row.target:g} {row.unit}"
+
+
+def render(results: Results, markdown: bool) -> str:
+    header = ["section", "case", "min", "median", "max", "target", "met", "notes"]
+    lines: list[list[str]] = []
+    for r in results.rows:
+        if r.skipped:
+            lines.append([r.section, r.case, "", "", "", "", "skipped", r.skipped])
+            continue
+        unit = "" if r.unit == "x" else f" {r.unit}"
+        vals = [
+            _fmt(min(r.values), r.unit),
+            _fmt(r.median, r.unit) + unit,
+            _fmt(max(r.values), r.unit),
+        ]
+        met = {None: "", True: "yes", False: "**no**" if markdown else "NO"}[r.met]
+        lines.append([r.section, r.case, *vals, _target(r), met, r.note])
+    if markdown:
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(cells) + " |" for cells in lines]
+        return "\n".join(out)
+    widths = [
+        max(len(h), *(len(c[i]) for c in lines)) if lines else len(h) for i, h in enumerate(header)
+    ]
+    fmt = "  ".join(f"{{:{w}}}" for w in widths[:-1]) + "  {}"
+    return "\n".join(fmt.format(*row) for row in [header, *lines])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--short", action="store_true", help="CI mode: seconds, gross only")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    short = args.short
+    results = Results()
+    if short:
+        only -= {"chaos", "web3", "mcp"}
+
+    if "ledger" in only:
+        from _core import run_ledger
+
+        run_ledger(results, repeats=5 if short else 15, per_block=100 if short else 400)
+    if "http" in only or "chaos" in only:
+        from _http import run_http
+
+        servers = []
+        if "http" in only:
+            servers.append(("plain", fast_server()))
+        if "chaos" in only:
+            servers.append(("chaos", chaos_server()))
+        for name, cmd in servers:
+            with server_process(cmd) as url:
+                run_http(
+                    results,
+                    name,
+                    url,
+                    libraries=("httpx",) if short else ("httpx", "requests", "aiohttp"),
+                    sizes=(100,) if short else (100, 1000),
+                    repeats=5 if short else 15,
+                    budget_s=1.0 if short else 8.0,
+                )
+    if "web3" in only:
+        from _ext import run_web3
+
+        run_web3(results, size=100, repeats=9, per_block=5)
+    if "mcp" in only:
+        from _ext import run_mcp
+
+        run_mcp(results, repeats=9, per_block=50)
+    if "memory" in only:
+        from _core import run_memory
+
+        run_memory(
+            results, closed=20_000 if short else 1_000_000, open_=10_000 if short else 100_000
+        )
+
+    if not args.markdown:
+        print(
+            f"pairwatch {pairwatch.__version__}, Python {platform.python_version()}, "
+            f"{platform.machine()}; {'short' if short else 'full'} run"
+        )
+    print(render(results, args.markdown))
+    gross = [r for r in results.rows if r.gross]
+    if gross:
+        for r in gross:
+            print(
+                f"GROSS REGRESSION: {r.section} / {r.case}: median {_fmt(r.median, r.unit)} "
+                f"> 2 x target {r.target}",
+                file=sys.stderr,
+            )
+        return 1 if short else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
