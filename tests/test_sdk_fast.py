@@ -66,6 +66,26 @@ def test_grouped_equals_one_record_per_value(temporality):
     assert writer.enabled
 
 
+@pytest.mark.parametrize("value", [0.0004, 0.0123456789, 0.1, 2.5, 29.999])
+def test_one_latency_for_a_whole_body_equals_one_record_per_id(value):
+    """The usual case (100 ids answered in one body share one latency) takes a shortcut:
+    one bucket lookup. The exported sum must still be the sum of 100 separate records."""
+    readers = [InMemoryMetricReader() for _ in range(2)]
+    hs = [
+        MeterProvider(metric_readers=[r])
+        .get_meter("t")
+        .create_histogram("lat", unit="s", explicit_bucket_boundaries_advisory=LATENCY_BUCKETS)
+        for r in readers
+    ]
+    writer = sdk_fast.HistogramWriter(hs[1])
+    for k in (1, 7, 100):
+        for _ in range(k):
+            hs[0].record(value, ATTRS)
+        writer.record_many([value] * k, ATTRS)
+        assert _points(readers[0]) == _points(readers[1])
+    assert writer.enabled
+
+
 def test_views_and_exemplars_fall_back_to_the_sdk():
     views = [
         View(instrument_name="lat", attribute_keys={"rpc.method"}),

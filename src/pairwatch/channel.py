@@ -217,7 +217,7 @@ class Channel:
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
         try:
-            parsed = self._parse(payload)
+            parsed = self._parse(payload, wire.Kind.REQUEST)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
             return None
@@ -238,7 +238,7 @@ class Channel:
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
         try:
-            parsed = self._parse(payload)
+            parsed = self._parse(payload, wire.Kind.RESULT)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
             return

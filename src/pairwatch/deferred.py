@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["MAX_ITEMS", "flush", "submit"]
+__all__ = ["MAX_ITEMS", "flush", "on_drained", "submit"]
 
 MAX_ITEMS: Final = 256
 """Queued closed batches beyond which the caller records them itself, in one go."""
@@ -56,6 +56,16 @@ _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 _last_submit = 0.0
 _first_queued = 0.0
+_on_drained: list[Callable[[], None]] = []
+
+
+def on_drained(callback: Callable[[], None]) -> None:
+    """Run ``callback`` (under the drain lock) after each drain recorded its items.
+
+    Telemetry sums a drain's adds per attribute set and applies them here, so a reader that
+    drains first (every collection does) still sees everything.
+    """
+    _on_drained.append(callback)
 
 
 def submit(fn: Callable[..., None], *args: Any) -> None:
@@ -84,12 +94,16 @@ def pending() -> int:
 
 def _drain() -> None:
     with _lock:
-        while _items:
-            try:
-                fn, args = _items.popleft()
-            except IndexError:  # another thread took the last one
-                return
-            fn(*args)
+        try:
+            while _items:
+                try:
+                    fn, args = _items.popleft()
+                except IndexError:  # another thread took the last one
+                    break
+                fn(*args)
+        finally:
+            for callback in _on_drained:
+                callback()
 
 
 def _run() -> None:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from itertools import repeat
 from typing import Protocol
 
 from pairwatch import diagnosis
 from pairwatch.records import Batch, Tally
-from pairwatch.wire import CALL_KINDS, RESPONSE_KINDS, IdKey, IdState, Kind, Payload
+from pairwatch.wire import CALL_KINDS, RESPONSE_KINDS, IdKey, IdState, Kind, Message, Payload
 
 __all__ = ["Ledger", "LedgerSink", "Limits"]
 
@@ -115,7 +116,11 @@ class Ledger:
         notifications = 0
         invalid: dict[str, int] | None = None
         REQUEST, VALID = Kind.REQUEST, IdState.VALID
-        for kind, state, key, method, problem, _code in payload.messages:
+        plain = payload.plain
+        if plain is not None and plain.kind is REQUEST and plain.methods is not None:
+            keys = list(plain.keys)  # every element a well-formed request: no loop needed
+            methods = list(plain.methods)
+        for kind, state, key, method, problem, _code in () if keys else payload.messages:
             if kind is REQUEST and problem is None and state is VALID and type(key) is not float:
                 keys.append(key)  # the common case, kept as short as possible
                 methods.append(method)
@@ -152,9 +157,7 @@ class Ledger:
         if not payload.is_batch and not keys and not notifications and invalid is None:
             return None  # only answers to the server: nothing of ours to track
         self._seq += 1
-        batch = Batch(
-            self._seq, payload.is_batch, len(payload.messages), keys, methods, now, context
-        )
+        batch = Batch(self._seq, payload.is_batch, payload.size, keys, methods, now, context)
         batch.notifications = notifications
         batch.invalid_requests = invalid
         batch.deadline = now + self.limits.timeout
@@ -173,6 +176,18 @@ class Ledger:
             keys[cap:] = [None] * (len(keys) - cap)
         self._make_room(min(len(keys), cap), closed)
         pending = self._pending
+        if (
+            plain is not None
+            and batch.evicted_from < 0
+            and pending.keys().isdisjoint(keys)
+            and len(set(keys)) == len(keys)
+        ):
+            # No id already pending and none repeated: register them all in C.
+            entries = zip(repeat(batch), range(len(keys)))
+            pending.update(zip(keys, entries, strict=False))  # type: ignore[arg-type]
+            self._pending_count += len(keys)
+            self._open[batch.seq] = batch
+            return batch
         registered = 0
         for index, key in enumerate(keys):
             if key is None:
@@ -186,6 +201,7 @@ class Ledger:
                 batch.duplicate_at = set()
             batch.duplicate_at.add(index)
             first_batch = prior[0] if isinstance(prior, tuple) else prior[0][0]
+            first_batch.shared = True  # its ids can no longer be released wholesale
             if first_batch is batch:
                 batch.duplicates_in += 1
             else:
@@ -232,11 +248,7 @@ class Ledger:
                 tally.add_violation("single_reply_to_batch")
             elif payload.is_batch and not target.is_batch:
                 tally.add_violation("batch_reply_to_single")
-        if (
-            target is not None
-            and target.expected_nothing
-            and (payload.messages or payload.empty_batch)
-        ):
+        if target is not None and target.expected_nothing and (payload.size or payload.empty_batch):
             tally.add_violation(
                 "reply_to_empty_batch" if target.size == 0 else "reply_to_notifications"
             )
@@ -244,7 +256,16 @@ class Ledger:
         touched: Batch | None = None
         done: list[Batch] = []
         RESULT, VALID = Kind.RESULT, IdState.VALID
-        for kind, state, key, _method, problem, code in payload.messages:
+        plain = payload.plain
+        messages: tuple[Message, ...] | None = None
+        if plain is not None and plain.kind is RESULT:
+            touched = self._all_in_order(plain.keys, now)
+            if touched is not None:
+                done.append(touched)
+                messages = ()
+        for kind, state, key, _method, problem, code in (
+            payload.messages if messages is None else messages
+        ):
             if (kind is RESULT or kind is Kind.ERROR) and problem is None and state is VALID:
                 entry = pending.pop(key, None)  # type: ignore[arg-type]  # the common case
                 if entry is None:
@@ -312,6 +333,31 @@ class Ledger:
         if self.auto_close:
             for batch in done:
                 self._finish(batch, "complete", closed)
+
+    def _all_in_order(self, keys: list[IdKey], now: float) -> Batch | None:
+        """Pair a healthy reply in one step: every result, in request order, of one batch.
+
+        Checked with C-level comparisons; anything else (a reorder, a missing or extra
+        reply, an id shared with another batch) returns None and takes the loop.
+        """
+        pending = self._pending
+        first = pending.get(keys[0])
+        if not isinstance(first, tuple):
+            return None
+        batch = first[0]
+        if batch.paired or batch.shared or batch.duplicate_at is not None or batch.keys != keys:
+            return None
+        n = len(keys)
+        if len(pending) == n:
+            pending.clear()
+        else:
+            for key in keys:
+                del pending[key]
+        self._pending_count -= n
+        batch.received = [now] * n
+        batch.paired = n
+        batch.high_index = n - 1
+        return batch
 
     def _oldest_array_batch(self, payload: Payload) -> Batch | None:
         if not payload.is_batch:

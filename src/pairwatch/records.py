@@ -96,12 +96,41 @@ class Batch:
     """
 
     __slots__ = (
-        "__weakref__", "captured", "close_reason", "closed_at", "context", "count_mismatch",
-        "deadline", "diagnosis", "duplicate_at", "duplicates_cross", "duplicates_in",
-        "error_codes", "evicted_from", "expected_nothing",
-        "high_index", "invalid", "invalid_at", "invalid_requests", "is_batch", "keys",
-        "late_unknown", "methods", "missing", "notifications", "null", "open", "out_of_order",
-        "paired", "received", "sent_at", "seq", "size", "unknown", "unknown_keys",
+        "__weakref__",
+        "captured",
+        "close_reason",
+        "closed_at",
+        "context",
+        "count_mismatch",
+        "deadline",
+        "diagnosis",
+        "duplicate_at",
+        "duplicates_cross",
+        "duplicates_in",
+        "error_codes",
+        "evicted_from",
+        "expected_nothing",
+        "high_index",
+        "invalid",
+        "invalid_at",
+        "invalid_requests",
+        "is_batch",
+        "keys",
+        "late_unknown",
+        "methods",
+        "missing",
+        "notifications",
+        "null",
+        "open",
+        "out_of_order",
+        "paired",
+        "received",
+        "sent_at",
+        "seq",
+        "shared",
+        "size",
+        "unknown",
+        "unknown_keys",
         "violations",
     )  # fmt: skip
 
@@ -124,6 +153,7 @@ class Batch:
         self.error_codes: dict[int, int] | None = None  # index -> error code, when errors
         self.invalid_at: set[int] | None = None  # indexes paired with an invalid response
         self.duplicate_at: set[int] | None = None  # indexes whose id was already pending
+        self.shared = False  # a later batch reused one of these ids while still pending
         # Requests from this index on were never tracked (one batch over max_pending_ids):
         # they close as missing with reason "evicted".  -1: every request is tracked.
         self.evicted_from = -1

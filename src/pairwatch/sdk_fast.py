@@ -32,7 +32,10 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics
 
-__all__ = ["HistogramWriter"]
+__all__ = ["HistogramWriter", "Run", "runs_of"]
+
+Run = tuple[float, int]
+"""``(value, count)``: ``count`` observations of one value, in order."""
 
 _log = logging.getLogger("pairwatch")
 
@@ -66,25 +69,35 @@ class HistogramWriter:
 
     def record_many(self, values: Sequence[float], attributes: Mapping[str, str]) -> None:
         """Record every value with the same attributes; identical to a ``record`` loop."""
-        if self.enabled and values:
+        self.record_runs(runs_of(values), attributes)
+
+    def record_runs(self, runs: Sequence[Run], attributes: Mapping[str, str]) -> None:
+        """Record each ``(value, count)`` run in order: ``count`` records of ``value``.
+
+        Ids answered in one body share one latency, so a batch is usually one run: its
+        bucket is found once, while the sum is still added value by value.
+        """
+        if self.enabled and runs:
             try:
-                if self._fast(values, attributes):
+                if self._fast(runs, attributes):
                     return
             except Exception as exc:  # an SDK we do not know after all: never again
                 self.enabled = False
                 _log.warning("pairwatch: fast histogram path disabled: %r", exc)
         record = self.histogram.record
-        for value in values:
-            record(value, attributes)
+        for value, count in runs:
+            for _ in range(count):
+                record(value, attributes)
 
-    def _fast(self, values: Sequence[float], attributes: Mapping[str, str]) -> bool:
+    def _fast(self, runs: Sequence[Run], attributes: Mapping[str, str]) -> bool:
         h: Any = self.histogram
         if not h._is_enabled():
             return False
-        for value in values:
+        for value, _count in runs:
             if value < 0 or not math.isfinite(value):
                 return False  # the SDK logs and drops these: let it
         consumer: Any = h._measurement_consumer
+        values = [value for value, _count in runs]
         if _would_sample(consumer._sdk_config.exemplar_filter, values, attributes):
             return False  # exemplars wanted: the SDK must see each measurement
         targets = []
@@ -99,10 +112,21 @@ class HistogramWriter:
                 # Delta temporality: a collection swaps aggregations out under this lock,
                 # so fetch and apply under one hold, as the SDK does.
                 with match._lock:
-                    _apply(_aggregation_locked(match, attributes), values)
+                    _apply(_aggregation_locked(match, attributes), runs)
             else:
-                _apply(aggregation, values)
+                _apply(aggregation, runs)
         return True
+
+
+def runs_of(values: Sequence[float]) -> list[Run]:
+    """Consecutive equal values as ``(value, count)`` runs, in order."""
+    runs: list[Run] = []
+    for value in values:
+        if runs and runs[-1][0] == value:
+            runs[-1] = (value, runs[-1][1] + 1)
+        else:
+            runs.append((value, 1))
+    return runs
 
 
 def _would_sample(exemplar_filter: Any, values: Sequence[float], attributes: Any) -> bool:
@@ -137,8 +161,12 @@ def _aggregation_locked(match: Any, attributes: Mapping[str, str]) -> Any:
     return match._get_or_create_aggregation(key, attrs)
 
 
-def _apply(aggregation: Any, values: Sequence[float]) -> None:
-    """The body of ``_ExplicitBucketHistogramAggregation.aggregate``, once per value."""
+def _apply(aggregation: Any, runs: Sequence[Run]) -> None:
+    """The body of ``_ExplicitBucketHistogramAggregation.aggregate``, once per value.
+
+    Per run the bucket is found once; the sum is still added value by value so that it stays
+    bit-for-bit the sum the same ``record`` calls make.
+    """
     boundaries = aggregation._boundaries
     with aggregation._lock:
         if aggregation._value is None:
@@ -146,13 +174,14 @@ def _apply(aggregation: Any, values: Sequence[float]) -> None:
         counts = aggregation._value
         total = aggregation._sum
         low, high = aggregation._min, aggregation._max
-        for value in values:
-            total += value
+        for value, count in runs:
+            for _ in range(count):
+                total += value
             if value < low:
                 low = value
             if value > high:
                 high = value
-            counts[bisect_left(boundaries, value)] += 1
+            counts[bisect_left(boundaries, value)] += count
         aggregation._sum = total
         if aggregation._record_min_max:
             aggregation._min, aggregation._max = low, high

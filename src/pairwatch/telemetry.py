@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -39,7 +40,7 @@ from opentelemetry.util.types import AttributeValue
 
 from pairwatch import deferred, guard
 from pairwatch.records import Batch, Call, Tally
-from pairwatch.sdk_fast import HistogramWriter
+from pairwatch.sdk_fast import HistogramWriter, Run, runs_of
 
 Attrs = Mapping[str, str]
 
@@ -106,7 +107,7 @@ class MethodLimiter:
 class Labels:
     """The attribute sets of one kind of channel, built once and reused for every batch."""
 
-    __slots__ = ("base", "by_batch", "method_attrs")
+    __slots__ = ("base", "by_batch", "extras", "method_attrs")
 
     def __init__(self, transport: str, integration: str, server_address: str | None) -> None:
         base: dict[str, str] = {
@@ -122,6 +123,7 @@ class Labels:
             False: {**base, IS_BATCH: "false"},
         }
         self.method_attrs: dict[tuple[bool, str], dict[str, str]] = {}
+        self.extras: dict[tuple[bool, tuple[tuple[str, str], ...]], dict[str, str]] = {}
 
     def for_method(self, is_batch: bool, method: str) -> dict[str, str]:
         key = (is_batch, method)
@@ -132,7 +134,16 @@ class Labels:
         return attrs
 
     def extra(self, is_batch: bool, **more: str) -> dict[str, str]:
-        return {**self.by_batch[is_batch], **more}
+        """The batch attributes plus a few more, one shared dict per distinct set.
+
+        The values (diagnoses, close reasons, problem names, methods) come from closed sets,
+        so the cache is bounded; sharing the dicts lets a drain sum adds per attribute set.
+        """
+        key = (is_batch, tuple(more.items()))
+        attrs = self.extras.get(key)
+        if attrs is None:
+            attrs = self.extras[key] = {**self.by_batch[is_batch], **more}
+        return attrs
 
 
 class Telemetry:
@@ -173,6 +184,16 @@ class Telemetry:
             explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
         )
         self.latency_writer = HistogramWriter(self.pair_latency)
+        self.size_writer = HistogramWriter(self.size)
+        # Adds and observations made while a drain records its queued batches, summed per
+        # (instrument, attribute set) and applied once when the drain ends: one SDK call per
+        # set per drain instead of several per batch, with identical exported values.
+        self._adds: dict[tuple[int, int], list[Any]] = {}
+        self._observations: dict[
+            tuple[int, int], tuple[HistogramWriter, Attrs, list[Run], list[int]]
+        ] = {}
+        self._current = 0  # numbers the batches (and stray tallies) recorded, for error counts
+        deferred.on_drained(self._commit)
         self.requests = c(
             "batch.requests", unit="{request}", description="Requests (elements with an id) sent"
         )
@@ -275,6 +296,7 @@ class Telemetry:
 
     def _stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         try:
+            self._current += 1
             is_batch = batch.is_batch if batch is not None else False
             self._record_tally(
                 labels, is_batch, tally.unknown, tally.null, tally.invalid, tally.violations
@@ -282,38 +304,88 @@ class Telemetry:
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
+    def _add(self, counter: metrics.Counter, n: int, attrs: Attrs) -> None:
+        key = (id(counter), id(attrs))
+        entry = self._adds.get(key)
+        if entry is None:
+            self._adds[key] = [counter, attrs, n, [self._current]]
+        else:
+            entry[2] += n
+            entry[3].append(self._current)
+
+    def _observe(self, writer: HistogramWriter, runs: list[Run], attrs: Attrs) -> None:
+        key = (id(writer), id(attrs))
+        entry = self._observations.get(key)
+        if entry is None:
+            self._observations[key] = (writer, attrs, runs, [self._current])
+        else:
+            entry[2].extend(runs)  # in order: the sum is added value by value, as before
+            entry[3].append(self._current)
+
+    def _commit(self) -> None:
+        """Apply what the drain summed (called by :mod:`pairwatch.deferred`, under its lock).
+
+        A failing SDK call counts one internal error per batch it carried, as recording each
+        batch on its own would have.
+        """
+        adds, self._adds = self._adds, {}
+        observations, self._observations = self._observations, {}
+        failed: set[int] = set()
+        last: Exception | None = None
+        for counter, attrs, n, batches in adds.values():
+            try:
+                counter.add(n, attrs)
+            except Exception as exc:
+                failed.update(batches)
+                last = exc
+        for writer, attrs, runs, batches in observations.values():
+            try:
+                writer.record_runs(runs, attrs)
+            except Exception as exc:
+                failed.update(batches)
+                last = exc
+        if last is not None:
+            for _ in failed:
+                guard.report("telemetry", last, self.internal_error)
+
     def _record_batch(
         self, labels: Labels, batch: Batch, span_attributes: SpanAttributes | None
     ) -> None:
+        self._current += 1
         is_batch = batch.is_batch
         attrs = labels.by_batch[is_batch]
-        self.size.record(batch.size, attrs)
-        self.closed.add(
+        self._observe(self.size_writer, [(batch.size, 1)], attrs)
+        self._add(
+            self.closed,
             1,
             labels.extra(
                 is_batch, **{DIAGNOSIS: batch.diagnosis, CLOSE_REASON: batch.close_reason}
             ),
         )
         if batch.keys:
-            self.requests.add(len(batch.keys), attrs)
+            self._add(self.requests, len(batch.keys), attrs)
         self._record_latencies(labels, batch)
         if batch.missing:
             self._record_missing(labels, batch)
         if batch.count_mismatch:
-            self.mismatch.add(1, attrs)
+            self._add(self.mismatch, 1, attrs)
         if batch.out_of_order:
-            self.out_of_order.add(1, attrs)
+            self._add(self.out_of_order, 1, attrs)
         if batch.duplicates_in:
-            self.duplicate.add(
-                batch.duplicates_in, labels.extra(is_batch, **{DUPLICATE_SCOPE: "in_batch"})
+            self._add(
+                self.duplicate,
+                batch.duplicates_in,
+                labels.extra(is_batch, **{DUPLICATE_SCOPE: "in_batch"}),
             )
         if batch.duplicates_cross:
-            self.duplicate.add(
-                batch.duplicates_cross, labels.extra(is_batch, **{DUPLICATE_SCOPE: "cross_batch"})
+            self._add(
+                self.duplicate,
+                batch.duplicates_cross,
+                labels.extra(is_batch, **{DUPLICATE_SCOPE: "cross_batch"}),
             )
         if batch.invalid_requests:
             for reason, n in batch.invalid_requests.items():
-                self.invalid_request.add(n, labels.extra(is_batch, **{REASON: reason}))
+                self._add(self.invalid_request, n, labels.extra(is_batch, **{REASON: reason}))
         self._record_tally(
             labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
         )
@@ -340,20 +412,30 @@ class Telemetry:
     ) -> None:
         attrs = labels.by_batch[is_batch]
         if unknown:
-            self.unknown.add(unknown, attrs)
+            self._add(self.unknown, unknown, attrs)
         if null:
-            self.null.add(null, attrs)
+            self._add(self.null, null, attrs)
         if invalid:
             for reason, n in invalid.items():
-                self.invalid.add(n, labels.extra(is_batch, **{REASON: reason}))
+                self._add(self.invalid, n, labels.extra(is_batch, **{REASON: reason}))
         if violations:
             for reason, n in violations.items():
-                self.violation.add(n, labels.extra(is_batch, **{REASON: reason}))
+                self._add(self.violation, n, labels.extra(is_batch, **{REASON: reason}))
 
     def _record_latencies(self, labels: Labels, batch: Batch) -> None:
         """One observation per paired id, grouped per attribute set (see sdk_fast)."""
         methods = self.methods
         sent_at = batch.sent_at
+        is_batch = batch.is_batch
+        received = batch.received
+        n = len(received)
+        if n and batch.paired == n and received.count(received[0]) == n:
+            # One body answered the whole batch: one latency, counted per method in C.
+            value = received[0] - sent_at  # type: ignore[operator]
+            for method, k in Counter(batch.methods).items():
+                attrs = labels.for_method(is_batch, methods(method))
+                self._observe(self.latency_writer, [(value, k)], attrs)
+            return
         groups: dict[str, list[float]] = {}
         for method, received_at in zip(batch.methods, batch.received, strict=True):
             if received_at is not None:
@@ -362,9 +444,8 @@ class Telemetry:
                 if values is None:
                     values = groups[name] = []
                 values.append(received_at - sent_at)
-        is_batch = batch.is_batch
         for name, values in groups.items():
-            self.latency_writer.record_many(values, labels.for_method(is_batch, name))
+            self._observe(self.latency_writer, runs_of(values), labels.for_method(is_batch, name))
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
         per_method: dict[tuple[str, str], int] = {}
@@ -377,8 +458,8 @@ class Telemetry:
                 key = (self.methods(method), reason)
                 per_method[key] = per_method.get(key, 0) + 1
         for (method, reason), n in per_method.items():
-            attrs = {**labels.for_method(batch.is_batch, method), CLOSE_REASON: reason}
-            self.missing.add(n, attrs)
+            attrs = labels.extra(batch.is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason})
+            self._add(self.missing, n, attrs)
 
     # -------------------------------------------------------------------- spans
     def _ns(self, monotonic: float) -> int:

@@ -46,9 +46,7 @@ class LongId:
         self.head = text[:32]
 
     def __eq__(self, other: object) -> bool:
-        return (
-            type(other) is LongId and other.digest == self.digest and other.length == self.length
-        )
+        return type(other) is LongId and other.digest == self.digest and other.length == self.length
 
     def __hash__(self) -> int:
         return hash(self.digest)
@@ -110,20 +108,88 @@ class Message(NamedTuple):
         return self.kind in RESPONSE_KINDS
 
 
-class Payload(NamedTuple):
+class Plain(NamedTuple):
+    """A payload whose every element is a well-formed request, or a well-formed result.
+
+    That is nearly every payload a healthy client sends or reads, and the ledger can then
+    pair it with a few C-level list and dict operations instead of a loop per element.
+    ``kind`` is :attr:`Kind.REQUEST` or :attr:`Kind.RESULT`; ``keys`` are valid id keys
+    (ints or short strings); ``methods`` run beside them for requests.
+    """
+
+    kind: str
+    keys: list[IdKey]
+    methods: list[str] | None
+
+    def messages(self) -> tuple[Message, ...]:
+        """The same messages :func:`classify` gives for such elements."""
+        if self.methods is not None:
+            return tuple(
+                Message(self.kind, IdState.VALID, key, method, None)
+                for key, method in zip(self.keys, self.methods, strict=True)
+            )
+        return tuple(Message(self.kind, IdState.VALID, key, None, None) for key in self.keys)
+
+
+class Payload:
     """A whole payload: one JSON value that was either an array (a batch) or a single element.
 
     ``unparseable`` is set when the payload is not JSON at all (then ``messages`` is empty);
     ``empty_batch`` marks ``[]``, which the spec calls invalid but servers still send.
+    ``plain`` is set when every element is a well-formed request or result; ``messages`` is
+    then built only if someone asks for it.
     """
 
-    is_batch: bool
-    messages: tuple[Message, ...]
-    unparseable: str | None = None
+    __slots__ = ("_messages", "is_batch", "plain", "unparseable")
+
+    def __init__(
+        self,
+        is_batch: bool,
+        messages: tuple[Message, ...] | None = (),
+        unparseable: str | None = None,
+        plain: Plain | None = None,
+    ) -> None:
+        self.is_batch = is_batch
+        self._messages = messages if messages is not None or plain is None else None
+        self.unparseable = unparseable
+        self.plain = plain
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        found = self._messages
+        if found is None:
+            assert self.plain is not None
+            found = self._messages = self.plain.messages()
+        return found
+
+    @property
+    def size(self) -> int:
+        """Elements in the payload (without building messages for a plain one)."""
+        if self._messages is None and self.plain is not None:
+            return len(self.plain.keys)
+        return len(self.messages)
 
     @property
     def empty_batch(self) -> bool:
-        return self.is_batch and not self.messages and self.unparseable is None
+        return self.is_batch and not self.size and self.unparseable is None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Payload):
+            return NotImplemented
+        return (self.is_batch, self.messages, self.unparseable) == (
+            other.is_batch,
+            other.messages,
+            other.unparseable,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.is_batch, self.messages, self.unparseable))
+
+    def __repr__(self) -> str:
+        return (
+            f"Payload(is_batch={self.is_batch!r}, messages={self.messages!r}, "
+            f"unparseable={self.unparseable!r})"
+        )
 
 
 UNPARSEABLE_EMPTY: Final = Payload(is_batch=False, messages=(), unparseable="empty")
@@ -262,14 +328,16 @@ def decode(raw: bytes | bytearray | memoryview | str) -> tuple[Any, str | None]:
         return None, "undecodable"
 
 
-def parse(payload: object) -> Payload:
+def parse(payload: object, hint: str | None = None) -> Payload:
     """Classify any payload an integration may hold: bytes, str, or decoded JSON.
 
     Bytes and text go through msgspec when it is installed (:mod:`pairwatch.wire_fast`,
-    same results, about 4x cheaper), else, or when it declines, through ``json``.
+    same results, about 4x cheaper), else, or when it declines, through ``json``.  ``hint``
+    (:attr:`Kind.REQUEST` for what a client sends, :attr:`Kind.RESULT` for what it reads)
+    lets the fast path first try the one shape a healthy payload of that direction has.
     """
     if _fast is not None and (type(payload) is bytes or type(payload) is str):
-        parsed = _fast(payload)
+        parsed = _fast(payload, hint)
         if parsed is not None:
             return parsed
     return parse_stdlib(payload)
@@ -317,7 +385,7 @@ def sniff(raw: bytes | bytearray | memoryview | str | None) -> bool:
     return bool(head_bytes) and head_bytes[0] in _OPENERS and b"jsonrpc" in data
 
 
-_fast: Callable[[bytes | str], Payload | None] | None
+_fast: Callable[[bytes | str, str | None], Payload | None] | None
 try:  # the optional speed-up; it imports this module's names, so it comes last
     from pairwatch.wire_fast import parse_bytes as _fast
 except ImportError:  # msgspec not installed: the stdlib path only

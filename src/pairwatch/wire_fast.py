@@ -20,11 +20,20 @@ Installed with the ``fast`` extra (``pip install 'pairwatch[fast]'``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from pairwatch.wire import IdState, Kind, Message, Payload, id_key, valid_error
+from pairwatch.wire import (
+    MAX_ID_CHARS,
+    IdState,
+    Kind,
+    Message,
+    Payload,
+    Plain,
+    id_key,
+    valid_error,
+)
 
 __all__ = ["parse_bytes"]
 
@@ -46,8 +55,68 @@ _decoder: msgspec.json.Decoder[list[_Element] | _Element] = msgspec.json.Decoder
 )
 
 
-def parse_bytes(raw: bytes | str) -> Payload | None:
+_ShortId = int | Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
+
+
+class _PlainRequest(msgspec.Struct):
+    """A well-formed request: anything else fails validation and takes the general path."""
+
+    jsonrpc: Literal["2.0"]
+    id: _ShortId
+    method: str
+
+
+class _PlainResult(msgspec.Struct):
+    """A well-formed result (no error, no method); anything else fails validation."""
+
+    jsonrpc: Literal["2.0"]
+    id: _ShortId
+    result: msgspec.Raw
+    error: msgspec.UnsetType = msgspec.UNSET
+    method: msgspec.UnsetType = msgspec.UNSET
+
+
+_plain_requests: msgspec.json.Decoder[list[_PlainRequest] | _PlainRequest] = msgspec.json.Decoder(
+    list[_PlainRequest] | _PlainRequest
+)
+_plain_results: msgspec.json.Decoder[list[_PlainResult] | _PlainResult] = msgspec.json.Decoder(
+    list[_PlainResult] | _PlainResult
+)
+
+
+def _plain(raw: bytes | str, hint: str) -> Payload | None:
+    """The whole payload as columns when every element has the healthy shape, else None.
+
+    msgspec validates each element in C (version, id type and length, method or result,
+    no error), so a healthy body costs one decode and two list comprehensions.
+    """
+    try:
+        if hint is Kind.REQUEST:
+            requests = _plain_requests.decode(raw)
+            if isinstance(requests, list):
+                if not requests:
+                    return None
+                keys: list[Any] = [e.id for e in requests]
+                return Payload(
+                    True, None, None, Plain(Kind.REQUEST, keys, [e.method for e in requests])
+                )
+            return Payload(False, None, None, Plain(Kind.REQUEST, [requests.id], [requests.method]))
+        results = _plain_results.decode(raw)
+    except Exception:  # not the healthy shape: the general path classifies it
+        return None
+    if isinstance(results, list):
+        if not results:
+            return None
+        return Payload(True, None, None, Plain(Kind.RESULT, [e.id for e in results], None))
+    return Payload(False, None, None, Plain(Kind.RESULT, [results.id], None))
+
+
+def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     """Classify a JSON body, or return None to let the stdlib path decide."""
+    if hint is not None and raw.isascii():
+        plain = _plain(raw, hint)
+        if plain is not None:
+            return plain
     if not raw.isascii():
         if isinstance(raw, str):
             return None  # rare: let the stdlib path handle surrogates and BOMs
@@ -71,7 +140,9 @@ def _classify_all(elements: list[_Element]) -> list[Message]:
     request, result, valid = Kind.REQUEST, Kind.RESULT, IdState.VALID
     for e in elements:
         key = e.id
-        if (type(key) is int or type(key) is str) and e.jsonrpc == "2.0":
+        if (
+            type(key) is int or (type(key) is str and len(key) <= MAX_ID_CHARS)
+        ) and e.jsonrpc == "2.0":
             method = e.method
             if type(method) is str:
                 append(Message(request, valid, key, method, None))

@@ -123,8 +123,8 @@ def request_payload(body: object) -> wire.Payload | None:
     """
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
-    parsed = wire.parse(body)
-    if not parsed.messages:
+    parsed = wire.parse(body, wire.Kind.REQUEST)
+    if not parsed.size:
         return None
     return parsed
 
@@ -261,7 +261,7 @@ class Tap:
             return
         if self._sse is not None:
             for event in self._sse.feed(data):
-                payload = wire.parse(event)
+                payload = wire.parse(event, wire.Kind.RESULT)
                 if self._split and not payload.is_batch and payload.unparseable is None:
                     payload = wire.Payload(True, payload.messages)
                 self._channel.received_parsed(payload, event)
