@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import Any
 
 import pytest
 
@@ -17,3 +19,12 @@ def require(available: bool, what: str, install: str) -> None:
     if IN_CI:
         pytest.fail(message + " (CI=true: absent components fail)")
     pytest.skip(message)
+
+
+def need(module: str, install: str) -> Any:
+    """Import an optional module for a test: skip when absent, fail under CI=true."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        require(False, f"the Python module {module}", install)
+        raise  # unreachable: require() skipped or failed

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from components import need
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pairwatch import wire
 
-wire_fast = pytest.importorskip("pairwatch.wire_fast")
+wire_fast = need(
+    "pairwatch.wire_fast", "pip install 'pairwatch[fast]' (msgspec; scripts/bootstrap.sh does)"
+)
 
 # The wire test-suite's elements and bodies, as the bytes an integration would hand over.
 ELEMENTS = [

@@ -7,10 +7,11 @@ import json
 
 import pytest
 from chaos_helpers import batch, ids
+from components import need
 
 from pairwatch.chaos import ChaosServer, Fault
 
-websockets = pytest.importorskip("websockets")
+websockets = need("websockets", "pip install 'pairwatch[websockets]' (scripts/bootstrap.sh does)")
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 

@@ -14,6 +14,7 @@ import aiohttp
 import httpx
 import pytest
 import requests
+from components import need, require
 from http_drivers import DRIVERS, bare, instrumenting
 
 import pairwatch
@@ -22,6 +23,9 @@ from pairwatch.integrations import KNOWN, REGISTRY
 
 BATCH = json.dumps([{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [i]} for i in range(3)])
 SRC = Path(__file__).resolve().parents[2] / "src"
+
+HTTPX2_INSTALL = "pip install 'pairwatch[httpx2]' (Python >= 3.11; scripts/bootstrap.sh does)"
+INSTRUMENT_INSTALL = "pip install 'pairwatch[instrumentation]' (scripts/bootstrap.sh does)"
 
 
 def test_detection_is_by_type_and_imports_nothing():
@@ -83,7 +87,9 @@ def test_unknown_objects_of_known_libraries_fail_at_setup():
 
 
 def test_httpx2_and_json_keyword(otel, chaos_server):
-    httpx2 = pytest.importorskip("httpx2")
+    httpx2 = need(
+        "httpx2", "pip install 'pairwatch[httpx2]' (Python >= 3.11; scripts/bootstrap.sh does)"
+    )
     chaos_server.set_faults(None)
     with instrumenting(otel)(httpx2.Client()) as client:
         reply = client.post(chaos_server.url, json=json.loads(BATCH)).json()
@@ -93,7 +99,9 @@ def test_httpx2_and_json_keyword(otel, chaos_server):
 
 
 async def test_httpx2_async_sse(otel, chaos_server):
-    httpx2 = pytest.importorskip("httpx2")
+    httpx2 = need(
+        "httpx2", "pip install 'pairwatch[httpx2]' (Python >= 3.11; scripts/bootstrap.sh does)"
+    )
     chaos_server.set_faults(None)
     client = instrumenting(otel)(httpx2.AsyncClient())
     async with client, client.stream("POST", chaos_server.sse_url, content=BATCH) as r:
@@ -104,11 +112,14 @@ async def test_httpx2_async_sse(otel, chaos_server):
 
 
 def test_httpx_sse_connect_sse(otel, chaos_server):
-    httpx_sse = pytest.importorskip("httpx_sse")
+    httpx_sse = need("httpx_sse", "pip install 'pairwatch[sse]' (scripts/bootstrap.sh does)")
     chaos_server.set_faults(None)
-    with instrumenting(otel)(httpx.Client()) as client, httpx_sse.connect_sse(
-        client, "POST", chaos_server.sse_url, json=json.loads(BATCH)
-    ) as source:
+    with (
+        instrumenting(otel)(httpx.Client()) as client,
+        httpx_sse.connect_sse(
+            client, "POST", chaos_server.sse_url, json=json.loads(BATCH)
+        ) as source,
+    ):
         data = [json.loads(e.data)["id"] for e in source.iter_sse()]
     assert data == [0, 1, 2]
     assert otel.value("batch.closed", pairwatch__close_reason="stream_end") == 1
@@ -202,7 +213,11 @@ def test_entry_point_loads_the_instrumentor():
 def test_opentelemetry_instrument_cli_picks_it_up(tmp_path, chaos_server):
     cli = Path(sys.executable).parent / "opentelemetry-instrument"
     if not cli.exists():
-        pytest.skip("opentelemetry-instrument is not installed (extra: instrumentation)")
+        require(
+            False,
+            "opentelemetry-instrument",
+            "pip install 'pairwatch[instrumentation]' (scripts/bootstrap.sh does)",
+        )
     chaos_server.set_faults(None)
     script = tmp_path / "app.py"
     script.write_text(

@@ -14,18 +14,20 @@ from pathlib import Path
 
 import anyio
 import pytest
+from components import need
 from otel_support import Otel
 
-pytest.importorskip("mcp", reason="pip install 'pairwatch[mcp]' (scripts/bootstrap.sh does)")
+need("mcp", "pip install 'pairwatch[mcp]' (scripts/bootstrap.sh does)")
+# Imported only once mcp is known to be there (so its absence skips, or fails in CI).
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.shared.exceptions import MCPError
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
-import pairwatch
+import pairwatch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
-from mcp_support import SDK_SERVER, text
+from mcp_support import SDK_SERVER, text  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -38,13 +40,24 @@ async def test_200_tasks_on_one_session_count_exactly(tmp_path):
     record = tmp_path / "injected.jsonl"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pairwatch.chaos", "stdio-proxy", f"--script={SCRIPT}", "--cycle",
-              "--record", str(record), "--", sys.executable, SDK_SERVER],
+        args=[
+            "-m",
+            "pairwatch.chaos",
+            "stdio-proxy",
+            f"--script={SCRIPT}",
+            "--cycle",
+            "--record",
+            str(record),
+            "--",
+            sys.executable,
+            SDK_SERVER,
+        ],
     )
     results: dict[int, object] = {}
     async with stdio_client(params) as (r, w), ClientSession(r, w, read_timeout_seconds=15) as s:
-        pairwatch.instrument(s, meter_provider=otel.meter_provider,
-                             tracer_provider=otel.tracer_provider)
+        pairwatch.instrument(
+            s, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+        )
         await s.initialize()
 
         async def call(i: int) -> None:
@@ -66,7 +79,8 @@ async def test_200_tasks_on_one_session_count_exactly(tmp_path):
     counters = otel.counters()
     # Each dropped, re-addressed or nulled reply leaves exactly one request unanswered.
     assert counters.get("batch.missing_response", 0) == (
-        injected["drop"] + injected["wrong_id"] + injected["null_id"])
+        injected["drop"] + injected["wrong_id"] + injected["null_id"]
+    )
     assert counters.get("batch.unknown_id_response", 0) == injected["wrong_id"]
     assert counters.get("batch.null_id_response", 0) == injected["null_id"]
     assert counters.get("batch.duplicate_id", 0) == 0
@@ -77,4 +91,5 @@ async def test_200_tasks_on_one_session_count_exactly(tmp_path):
     answered = {i: v for i, v in results.items() if isinstance(v, str)}
     assert answered == {i: str(i + 1000) for i in answered}
     assert Counter(v for v in results.values() if not isinstance(v, str)) == {
-        -32001: TASKS - len(answered)}
+        -32001: TASKS - len(answered)
+    }
