@@ -52,6 +52,7 @@ def _entry(client: object) -> tuple[Ref, Handle] | None:
     entry = _handles.get(id(client))
     return entry if entry is not None and entry[0]() is client else None
 
+
 _OPTION_NAMES = frozenset(Options.__dataclass_fields__)
 
 

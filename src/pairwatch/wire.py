@@ -237,17 +237,24 @@ def valid_error(error: object) -> tuple[str | None, int | None]:
     return None, code
 
 
-def classify_element(element: object) -> Message:
-    """Classify one decoded element.  Never raises, whatever the element is."""
-    if not isinstance(element, dict):
-        return Message(Kind.INVALID, IdState.ABSENT, None, None, "not_an_object")
-    if "id" in element:
-        state, key = id_key(element["id"])
+ABSENT: Final[Any] = object()
+"""Marks a member that is not in the element (``null`` is a value, not an absence)."""
+
+
+def classify_members(
+    raw_id: object, version: object, method: object, has_result: bool, error: object
+) -> Message:
+    """The classification rules, on an element's members (``ABSENT`` where missing).
+
+    The one place the rules live: the stdlib path passes a dict's members, the msgspec path
+    a struct's, so both classify alike by construction.
+    """
+    if raw_id is not ABSENT:
+        state, key = id_key(raw_id)
     else:
         state, key = IdState.ABSENT, None
-    version_ok = element.get("jsonrpc") == "2.0"
-    if "method" in element:
-        method = element["method"]
+    version_ok = version == "2.0"
+    if method is not ABSENT:
         problem = None if version_ok else "bad_version"
         if not isinstance(method, str):
             problem = "method_not_string"
@@ -257,12 +264,11 @@ def classify_element(element: object) -> Message:
         if state is IdState.BAD_TYPE:
             problem = problem or "bad_id_type"
         return Message(Kind.REQUEST, state, key, method, problem)
-    has_result = "result" in element
-    has_error = "error" in element
+    has_error = error is not ABSENT
     if has_result and has_error:
         return Message(Kind.RESPONSE_INVALID, state, key, None, "both_result_and_error")
     if has_error:
-        problem, code = valid_error(element["error"])
+        problem, code = valid_error(error)
         if problem is None and not version_ok:
             problem = "bad_version"
         if problem is None and state is IdState.BAD_TYPE:
@@ -279,9 +285,23 @@ def classify_element(element: object) -> Message:
         elif state is IdState.ABSENT:
             problem = "id_absent"
         return Message(Kind.RESULT, state, key, None, problem)
-    if "id" in element or "jsonrpc" in element:
+    if raw_id is not ABSENT or version is not ABSENT:
         return Message(Kind.RESPONSE_INVALID, state, key, None, "no_result_or_error")
     return Message(Kind.INVALID, state, key, None, "not_jsonrpc")
+
+
+def classify_element(element: object) -> Message:
+    """Classify one decoded element.  Never raises, whatever the element is."""
+    if not isinstance(element, dict):
+        return Message(Kind.INVALID, IdState.ABSENT, None, None, "not_an_object")
+    get = element.get
+    return classify_members(
+        get("id", ABSENT),
+        get("jsonrpc", ABSENT),
+        get("method", ABSENT),
+        "result" in element,
+        get("error", ABSENT),
+    )
 
 
 def classify(decoded: object) -> Payload:

@@ -25,14 +25,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pairwatch.wire import (
+    ABSENT,
     MAX_ID_CHARS,
     IdState,
     Kind,
     Message,
     Payload,
     Plain,
-    id_key,
-    valid_error,
+    classify_members,
 )
 
 __all__ = ["parse_bytes"]
@@ -155,47 +155,15 @@ def _classify_all(elements: list[_Element]) -> list[Message]:
 
 
 def _classify(e: _Element) -> Message:
-    """:func:`pairwatch.wire.classify_element` for a decoded struct; keep them in step."""
-    raw_id = e.id
-    has_id = raw_id is not _UNSET
-    if has_id:
-        state, key = id_key(raw_id)
-    else:
-        state, key = IdState.ABSENT, None
-    version_ok = e.jsonrpc == "2.0"
-    method = e.method
-    if method is not _UNSET:
-        problem = None if version_ok else "bad_version"
-        if not isinstance(method, str):
-            problem = "method_not_string"
-            method = None
-        if state is IdState.ABSENT:
-            return Message(Kind.NOTIFICATION, state, None, method, problem)
-        if state is IdState.BAD_TYPE:
-            problem = problem or "bad_id_type"
-        return Message(Kind.REQUEST, state, key, method, problem)
-    has_result = e.result is not _UNSET
-    has_error = e.error is not _UNSET
-    if has_result and has_error:
-        return Message(Kind.RESPONSE_INVALID, state, key, None, "both_result_and_error")
-    if has_error:
-        problem, code = valid_error(e.error)
-        if problem is None and not version_ok:
-            problem = "bad_version"
-        if problem is None and state is IdState.BAD_TYPE:
-            problem = "bad_id_type"
-        if problem is None and state is IdState.ABSENT:
-            problem = "id_absent"
-        return Message(Kind.ERROR, state, key, None, problem, code)
-    if has_result:
-        problem = None
-        if not version_ok:
-            problem = "bad_version"
-        elif state is IdState.BAD_TYPE:
-            problem = "bad_id_type"
-        elif state is IdState.ABSENT:
-            problem = "id_absent"
-        return Message(Kind.RESULT, state, key, None, problem)
-    if has_id or e.jsonrpc is not _UNSET:
-        return Message(Kind.RESPONSE_INVALID, state, key, None, "no_result_or_error")
-    return Message(Kind.INVALID, state, key, None, "not_jsonrpc")
+    """:func:`pairwatch.wire.classify_element` for a decoded struct: the same rules."""
+    return classify_members(
+        _absent(e.id),
+        _absent(e.jsonrpc),
+        _absent(e.method),
+        e.result is not _UNSET,
+        _absent(e.error),
+    )
+
+
+def _absent(value: Any) -> Any:
+    return ABSENT if value is _UNSET else value
