@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from anvil_node import INSTALL, Anvil, find_anvil
 from components import require
-
-from pairwatch.chaos import ChaosServer
 
 
 @pytest.fixture(scope="session")
@@ -22,21 +19,6 @@ def anvil(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Anvil]:
     node = Anvil(binary, tmp_path_factory.mktemp("anvil") / "anvil.log")
     yield node
     node.stop()
-
-
-@pytest.fixture
-def chaos() -> Iterator[Callable[..., ChaosServer]]:
-    """Factory: a ChaosServer in a thread (a proxy when given upstream=); stopped at teardown."""
-    started: list[ChaosServer] = []
-
-    def make(*args: Any, **kwargs: Any) -> ChaosServer:
-        srv = ChaosServer(*args, **kwargs).run_in_thread()
-        started.append(srv)
-        return srv
-
-    yield make
-    for srv in started:
-        srv.stop_thread()
 
 
 @pytest.fixture(scope="session")
