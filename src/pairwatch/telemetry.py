@@ -1,4 +1,4 @@
-"""Every metric and span name pairwatch emits, and the only module that talks to OpenTelemetry.
+"""Every metric pairwatch emits, and the only module that records them through OpenTelemetry.
 
 The ledger hands over closed batches; this module turns each into at most one add per counter
 (only the counters that moved), one ``batch.size`` record, the pair latencies and, when a
@@ -28,122 +28,49 @@ cost more than the counting itself.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from opentelemetry import metrics, trace
-from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, Status, StatusCode
-from opentelemetry.util.types import AttributeValue
 
 from pairwatch import deferred, guard
-from pairwatch.records import Batch, Call, Tally
+from pairwatch.labels import Labels, MethodLimiter
+from pairwatch.names import (
+    CLOSE_REASON,
+    DIAGNOSIS,
+    DUPLICATE_SCOPE,
+    ERROR_KIND,
+    INTEGRATION,
+    JSONRPC_REQUEST_ID,
+    LATENCY_BUCKETS,
+    REASON,
+    REPAIR_ACTION,
+    RPC_METHOD,
+    RPC_RESPONSE_STATUS_CODE,
+    RPC_SYSTEM_NAME,
+    SCOPE,
+    SERVER_ADDRESS,
+    SIZE_BUCKETS,
+)
+from pairwatch.records import Batch, Tally
 from pairwatch.sdk_fast import HistogramWriter, Run, runs_of
+from pairwatch.spans import SpanAttributes, SpanWriter
+
+__all__ = [
+    "INTEGRATION",
+    "JSONRPC_REQUEST_ID",
+    "LATENCY_BUCKETS",
+    "RPC_METHOD",
+    "RPC_RESPONSE_STATUS_CODE",
+    "RPC_SYSTEM_NAME",
+    "SERVER_ADDRESS",
+    "Labels",
+    "SpanAttributes",
+    "Telemetry",
+]
 
 Attrs = Mapping[str, str]
-
-SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
-"""A channel's optional hook: extra attributes for one request's span, computed at close.
-
-Integrations know things the wire does not (an MCP tool name, a protocol's own method
-attribute); the hook lets them add those without telemetry knowing any protocol."""
-
-# Semantic-convention attribute names (opentelemetry.semconv._incubating): kept as literals
-# so that an incubating module moving does not break import; a test pins them.
-RPC_SYSTEM_NAME: Final = "rpc.system.name"
-RPC_METHOD: Final = "rpc.method"
-RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
-JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
-SERVER_ADDRESS: Final = "server.address"
-TRANSPORT: Final = "pairwatch.transport"
-INTEGRATION: Final = "pairwatch.integration"
-IS_BATCH: Final = "jsonrpc.batch"
-DIAGNOSIS: Final = "pairwatch.diagnosis"
-CLOSE_REASON: Final = "pairwatch.close_reason"
-REASON: Final = "pairwatch.reason"
-DUPLICATE_SCOPE: Final = "pairwatch.duplicate_scope"
-ERROR_KIND: Final = "pairwatch.error_kind"
-OUTCOME: Final = "pairwatch.outcome"
-REPAIR_ACTION: Final = "pairwatch.repair_action"
-REQUEST_PAYLOAD: Final = "pairwatch.request.payload"  # only with capture_payloads=True
-RESPONSE_PAYLOAD: Final = "pairwatch.response.payload"
-
-OTHER_METHOD: Final = "_OTHER"
-SCOPE: Final = "pairwatch"
-
-# RPC latencies: from a loopback millisecond to a 30 s timeout.
-LATENCY_BUCKETS: Final = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-)  # fmt: skip
-SIZE_BUCKETS: Final = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000)
-
-
-class MethodLimiter:
-    """Caps the distinct ``rpc.method`` values per process; the rest become ``_OTHER``.
-
-    A server can send, or a client can call, arbitrarily many method names; unbounded label
-    values would grow every metric backend without limit.
-    """
-
-    def __init__(self, cap: int = 32) -> None:
-        self.cap = cap
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
-
-    def __call__(self, method: str | None) -> str:
-        if method is None:
-            return OTHER_METHOD
-        if method in self._seen:
-            return method
-        with self._lock:
-            if len(self._seen) < self.cap:
-                self._seen.add(method)
-                return method
-        return OTHER_METHOD
-
-
-class Labels:
-    """The attribute sets of one kind of channel, built once and reused for every batch."""
-
-    __slots__ = ("base", "by_batch", "extras", "method_attrs")
-
-    def __init__(self, transport: str, integration: str, server_address: str | None) -> None:
-        base: dict[str, str] = {
-            RPC_SYSTEM_NAME: "jsonrpc",
-            TRANSPORT: transport,
-            INTEGRATION: integration,
-        }
-        if server_address:
-            base[SERVER_ADDRESS] = server_address
-        self.base = base
-        self.by_batch: dict[bool, dict[str, str]] = {
-            True: {**base, IS_BATCH: "true"},
-            False: {**base, IS_BATCH: "false"},
-        }
-        self.method_attrs: dict[tuple[bool, str], dict[str, str]] = {}
-        self.extras: dict[tuple[bool, tuple[tuple[str, str], ...]], dict[str, str]] = {}
-
-    def for_method(self, is_batch: bool, method: str) -> dict[str, str]:
-        key = (is_batch, method)
-        attrs = self.method_attrs.get(key)
-        if attrs is None:
-            attrs = {**self.by_batch[is_batch], RPC_METHOD: method}
-            self.method_attrs[key] = attrs
-        return attrs
-
-    def extra(self, is_batch: bool, **more: str) -> dict[str, str]:
-        """The batch attributes plus a few more, one shared dict per distinct set.
-
-        The values (diagnoses, close reasons, problem names, methods) come from closed sets,
-        so the cache is bounded; sharing the dicts lets a drain sum adds per attribute set.
-        """
-        key = (is_batch, tuple(more.items()))
-        attrs = self.extras.get(key)
-        if attrs is None:
-            attrs = self.extras[key] = {**self.by_batch[is_batch], **more}
-        return attrs
 
 
 class Telemetry:
@@ -167,8 +94,7 @@ class Telemetry:
         self.methods = MethodLimiter(method_cap)
         self._labels: dict[tuple[str, str, str | None], Labels] = {}
         self._labels_lock = threading.Lock()
-        # Ledger clocks are monotonic; spans want wall time.
-        self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
+        self.span_writer = SpanWriter(self.tracer, self.internal_error)
 
         c = meter.create_counter
         self.size = meter.create_histogram(
@@ -390,7 +316,7 @@ class Telemetry:
             labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
         )
         if self.spans:
-            self._spans(batch, span_attributes)
+            self.span_writer.write(batch, span_attributes)
 
     def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
         """Count what repair mode changed in one reply (see :mod:`pairwatch.repair`)."""
@@ -460,86 +386,6 @@ class Telemetry:
         for (method, reason), n in per_method.items():
             attrs = labels.extra(batch.is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason})
             self._add(self.missing, n, attrs)
-
-    # -------------------------------------------------------------------- spans
-    def _ns(self, monotonic: float) -> int:
-        return round(monotonic * 1e9) + self._epoch_offset_ns
-
-    def _spans(self, batch: Batch, span_attributes: SpanAttributes | None = None) -> None:
-        parent = batch.context if isinstance(batch.context, Context) else None
-        root = self.tracer.start_span(
-            "jsonrpc batch" if batch.is_batch else "jsonrpc request",
-            context=parent,
-            kind=SpanKind.CLIENT,
-            start_time=self._ns(batch.sent_at),
-        )
-        if not root.is_recording():
-            root.end()
-            return
-        root.set_attributes(
-            {
-                RPC_SYSTEM_NAME: "jsonrpc",
-                "jsonrpc.batch.size": batch.size,
-                "jsonrpc.batch.requests": len(batch.keys),
-                DIAGNOSIS: batch.diagnosis,
-                CLOSE_REASON: batch.close_reason,
-                "pairwatch.missing": batch.missing,
-                "pairwatch.unknown_id": batch.unknown,
-                "pairwatch.null_id": batch.null,
-                "pairwatch.out_of_order": batch.out_of_order,
-            }
-        )
-        ctx = trace.set_span_in_context(root)
-        end = batch.sent_at
-        for call in batch.calls:
-            end = max(end, self._child(ctx, batch, call, span_attributes))
-        if batch.diagnosis != "ok":
-            root.set_status(Status(StatusCode.ERROR, batch.diagnosis))
-        root.end(end_time=self._ns(end))
-
-    def _child(
-        self, ctx: Context, batch: Batch, call: Call, span_attributes: SpanAttributes | None
-    ) -> float:
-        span = self.tracer.start_span(
-            call.method or "jsonrpc",
-            context=ctx,
-            kind=SpanKind.CLIENT,
-            start_time=self._ns(call.sent_at),
-        )
-        attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
-        if call.method is not None:
-            attrs[RPC_METHOD] = call.method
-        if call.key is not None:
-            attrs[JSONRPC_REQUEST_ID] = str(call.key)
-        if call.error_code is not None:
-            attrs[RPC_RESPONSE_STATUS_CODE] = str(call.error_code)
-        if call.outcome == "missing":
-            attrs[OUTCOME] = "missing"
-            span.set_status(Status(StatusCode.ERROR, f"no response before {batch.close_reason}"))
-            ended = batch.closed_at
-        else:
-            attrs[OUTCOME] = "duplicate" if call.duplicate else "paired"
-            ended = call.received_at if call.received_at is not None else call.sent_at
-            attrs["pairwatch.pair_latency"] = ended - call.sent_at
-        if call.invalid:
-            attrs["pairwatch.invalid_response"] = True
-        if span_attributes is not None:
-            try:
-                extra = span_attributes(call)
-            except Exception:  # an integration's hook must not cost the span or the metrics
-                self.internal_error("span_attributes")
-                extra = None
-            if extra:
-                attrs.update(extra)
-        if batch.captured is not None and call.index in batch.captured:
-            request, response = batch.captured[call.index]
-            if request is not None:
-                attrs[REQUEST_PAYLOAD] = request
-            if response is not None:
-                attrs[RESPONSE_PAYLOAD] = response
-        span.set_attributes(attrs)
-        span.end(end_time=self._ns(ended))
-        return ended
 
 
 def _flush_on_collect(options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:

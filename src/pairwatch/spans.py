@@ -1,0 +1,125 @@
+"""One span per batch with one child per request id, built at close from recorded times.
+
+Spans are made after the fact, with the start and end times the ledger recorded, so nothing
+here runs while a request is in flight.  They nest under whatever span was current when the
+batch was sent (the channel keeps that context on the batch).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from pairwatch.names import (
+    CLOSE_REASON,
+    DIAGNOSIS,
+    JSONRPC_REQUEST_ID,
+    OUTCOME,
+    REQUEST_PAYLOAD,
+    RESPONSE_PAYLOAD,
+    RPC_METHOD,
+    RPC_RESPONSE_STATUS_CODE,
+    RPC_SYSTEM_NAME,
+)
+from pairwatch.records import Batch, Call
+
+SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
+"""A channel's optional hook: extra attributes for one request's span, computed at close.
+
+Integrations know things the wire does not (an MCP tool name, a protocol's own method
+attribute); the hook lets them add those without telemetry knowing any protocol."""
+
+
+class SpanWriter:
+    """Writes a closed batch's spans through one tracer."""
+
+    def __init__(self, tracer: trace.Tracer, on_error: Callable[[str], None]) -> None:
+        self.tracer = tracer
+        self.on_error = on_error
+        # Ledger clocks are monotonic; spans want wall time.
+        self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
+
+    def _ns(self, monotonic: float) -> int:
+        return round(monotonic * 1e9) + self._epoch_offset_ns
+
+    def write(self, batch: Batch, span_attributes: SpanAttributes | None = None) -> None:
+        """One span for the batch and one child per request id, with recorded times."""
+        parent = batch.context if isinstance(batch.context, Context) else None
+        root = self.tracer.start_span(
+            "jsonrpc batch" if batch.is_batch else "jsonrpc request",
+            context=parent,
+            kind=SpanKind.CLIENT,
+            start_time=self._ns(batch.sent_at),
+        )
+        if not root.is_recording():
+            root.end()
+            return
+        root.set_attributes(
+            {
+                RPC_SYSTEM_NAME: "jsonrpc",
+                "jsonrpc.batch.size": batch.size,
+                "jsonrpc.batch.requests": len(batch.keys),
+                DIAGNOSIS: batch.diagnosis,
+                CLOSE_REASON: batch.close_reason,
+                "pairwatch.missing": batch.missing,
+                "pairwatch.unknown_id": batch.unknown,
+                "pairwatch.null_id": batch.null,
+                "pairwatch.out_of_order": batch.out_of_order,
+            }
+        )
+        ctx = trace.set_span_in_context(root)
+        end = batch.sent_at
+        for call in batch.calls:
+            end = max(end, self._child(ctx, batch, call, span_attributes))
+        if batch.diagnosis != "ok":
+            root.set_status(Status(StatusCode.ERROR, batch.diagnosis))
+        root.end(end_time=self._ns(end))
+
+    def _child(
+        self, ctx: Context, batch: Batch, call: Call, span_attributes: SpanAttributes | None
+    ) -> float:
+        span = self.tracer.start_span(
+            call.method or "jsonrpc",
+            context=ctx,
+            kind=SpanKind.CLIENT,
+            start_time=self._ns(call.sent_at),
+        )
+        attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
+        if call.method is not None:
+            attrs[RPC_METHOD] = call.method
+        if call.key is not None:
+            attrs[JSONRPC_REQUEST_ID] = str(call.key)
+        if call.error_code is not None:
+            attrs[RPC_RESPONSE_STATUS_CODE] = str(call.error_code)
+        if call.outcome == "missing":
+            attrs[OUTCOME] = "missing"
+            span.set_status(Status(StatusCode.ERROR, f"no response before {batch.close_reason}"))
+            ended = batch.closed_at
+        else:
+            attrs[OUTCOME] = "duplicate" if call.duplicate else "paired"
+            ended = call.received_at if call.received_at is not None else call.sent_at
+            attrs["pairwatch.pair_latency"] = ended - call.sent_at
+        if call.invalid:
+            attrs["pairwatch.invalid_response"] = True
+        if span_attributes is not None:
+            try:
+                extra = span_attributes(call)
+            except Exception:  # an integration's hook must not cost the span or the metrics
+                self.on_error("span_attributes")
+                extra = None
+            if extra:
+                attrs.update(extra)
+        if batch.captured is not None and call.index in batch.captured:
+            request, response = batch.captured[call.index]
+            if request is not None:
+                attrs[REQUEST_PAYLOAD] = request
+            if response is not None:
+                attrs[RESPONSE_PAYLOAD] = response
+        span.set_attributes(attrs)
+        span.end(end_time=self._ns(ended))
+        return ended
