@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from pairwatch import guard, wire
 from pairwatch.channel import Channel, Options
+from pairwatch.integrations._patch import tracking
 
 __all__ = [
     "MAX_BODY",
@@ -312,6 +313,34 @@ class Tap:
         self._done = True
         guard.report(kind, exc, getattr(self._channel.telemetry, "internal_error", None))
         guard.quietly("tap_close", self._channel.close, "closed")
+
+
+def send_streamed(
+    wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any], channel: Channel
+) -> Any:
+    """Send through the library with ``stream=True``, so pairwatch can tee the body itself.
+
+    Marked as tracked (nested wrappers pass through); a send that raises closes the exchange
+    as ``send_failed`` and re-raises the library's own exception object.
+    """
+    try:
+        with tracking():
+            return wrapped(*args, **{**kwargs, "stream": True})
+    except BaseException:
+        close_quietly(channel, "send_failed")
+        raise
+
+
+async def send_streamed_async(
+    wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any], channel: Channel
+) -> Any:
+    """:func:`send_streamed` for a coroutine send."""
+    try:
+        with tracking():
+            return await wrapped(*args, **{**kwargs, "stream": True})
+    except BaseException:
+        close_quietly(channel, "send_failed")
+        raise
 
 
 def close_quietly(channel: Channel, reason: str) -> None:

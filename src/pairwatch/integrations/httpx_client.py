@@ -23,8 +23,15 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import Tap, close_quietly, request_payload, start_exchange
+from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of
+from pairwatch.integrations._stream import (
+    Tap,
+    close_quietly,
+    request_payload,
+    send_streamed,
+    send_streamed_async,
+    start_exchange,
+)
 
 LIBRARIES = ("httpx", "httpx2")
 
@@ -165,12 +172,7 @@ def sync_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
         if begun is None:
             return wrapped(*args, **kwargs)
         stream = kwargs.get("stream", False)
-        try:
-            with tracking():
-                response = wrapped(*args, **{**kwargs, "stream": True})
-        except BaseException:
-            close_quietly(begun[0], "send_failed")
-            raise
+        response = send_streamed(wrapped, args, kwargs, begun[0])
         tap = _attach(response, begun, tee)
         if stream:
             if tap is not None:
@@ -199,12 +201,7 @@ def async_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
         if begun is None:
             return await wrapped(*args, **kwargs)
         stream = kwargs.get("stream", False)
-        try:
-            with tracking():
-                response = await wrapped(*args, **{**kwargs, "stream": True})
-        except BaseException:
-            close_quietly(begun[0], "send_failed")
-            raise
+        response = await send_streamed_async(wrapped, args, kwargs, begun[0])
         tap = _attach(response, begun, tee)
         if stream:
             if tap is not None:

@@ -15,8 +15,14 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import Tap, close_quietly, request_payload, start_exchange
+from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of
+from pairwatch.integrations._stream import (
+    Tap,
+    close_quietly,
+    request_payload,
+    send_streamed,
+    start_exchange,
+)
 
 INTEGRATION = "requests"
 
@@ -181,12 +187,7 @@ def session_send(options: Callable[[], Options]) -> Wrapper:
         if begun is None:
             return wrapped(*args, **kwargs)
         stream = kwargs.get("stream", False)
-        try:
-            with tracking():
-                response = wrapped(*args, **{**kwargs, "stream": True})
-        except BaseException:
-            close_quietly(begun[0], "send_failed")
-            raise
+        response = send_streamed(wrapped, args, kwargs, begun[0])
         tap = _attach(response, begun)
         if not stream:
             response.content  # noqa: B018 - what Session.send does for stream=False
