@@ -14,6 +14,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import pairwatch
 
+PAIRING_COUNTERS = (
+    "batch.unknown_id_response",
+    "batch.missing_response",
+    "batch.null_id_response",
+    "batch.response_count_mismatch",
+    "batch.duplicate_id",
+    "batch.invalid_response",
+    "batch.out_of_order",
+    "batch.protocol_violation",
+    "batch.invalid_request",
+)
+"""Counters that stay at zero when nothing goes wrong: tests name the ones that moved."""
+
 
 class FakeClock:
     """A monotonic clock the test moves by hand."""

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import pytest
 from jsonrpc_build import dumps, err, note, req, res
+from otel_support import PAIRING_COUNTERS
 
 import pairwatch
 from pairwatch import Options
 
-ZERO = {
-    "batch.unknown_id_response": 0,
-    "batch.missing_response": 0,
-    "batch.null_id_response": 0,
-    "batch.response_count_mismatch": 0,
-    "batch.duplicate_id": 0,
-    "batch.invalid_response": 0,
-    "batch.out_of_order": 0,
-    "batch.protocol_violation": 0,
-    "batch.invalid_request": 0,
-}
+ZERO = dict.fromkeys(PAIRING_COUNTERS, 0)
 
 
 def books(otel, **expected):

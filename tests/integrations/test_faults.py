@@ -6,24 +6,14 @@ import json
 
 import pytest
 from http_drivers import instrumenting
+from otel_support import PAIRING_COUNTERS
 
 from pairwatch.chaos import Fault
 
 BATCH = [{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [f"p{i}"]} for i in range(4)]
 NOTES = [{"jsonrpc": "2.0", "method": "echo", "params": ["n"]} for _ in range(2)]
 
-ZERO = {
-    "batch.unknown_id_response": 0,
-    "batch.missing_response": 0,
-    "batch.null_id_response": 0,
-    "batch.response_count_mismatch": 0,
-    "batch.duplicate_id": 0,
-    "batch.invalid_response": 0,
-    "batch.out_of_order": 0,
-    "batch.protocol_violation": 0,
-    "batch.invalid_request": 0,
-    "pairwatch.internal_errors": 0,
-}
+ZERO = {**dict.fromkeys(PAIRING_COUNTERS, 0), "pairwatch.internal_errors": 0}
 
 # fault -> counters that move (everything else must be zero), for JSON and for SSE replies.
 # SSE replies carry one element per event; a cut stream delivers its first event whole.
