@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-SRC = Path(__file__).resolve().parents[2] / "src"
-if str(SRC) not in sys.path:
-    sys.path.insert(0, str(SRC))
 
-from http_drivers import DRIVERS, Handler, Seen  # noqa: E402
+from http_drivers import DRIVERS, Seen, serve_scripted
 
-from pairwatch.chaos import ChaosServer  # noqa: E402
+from pairwatch.chaos import ChaosServer
 
 
 @pytest.fixture(params=sorted(DRIVERS))
@@ -35,11 +30,6 @@ def chaos_server() -> Iterator[ChaosServer]:
 
 @pytest.fixture(scope="session")
 def scripted() -> Iterator[str]:
-    """A stdlib HTTP server answering each path with the bytes scripted in SCRIPTS."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    """The scripted stdlib server of ``http_drivers`` (exact bytes per path)."""
+    with serve_scripted() as url:
+        yield url

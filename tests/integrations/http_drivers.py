@@ -9,10 +9,12 @@ is the transparency check; the counters come from the ``otel`` fixture's in-memo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +165,16 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = _reply
 
 
+@contextlib.contextmanager
+def serve_scripted() -> Iterator[str]:
+    """A stdlib HTTP server on 127.0.0.1 answering each path with the bytes scripted for it
+    in ``SCRIPTS`` (status, headers, chunks), exactly as given; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -5,19 +5,17 @@ saw" means the same thing here as in the transparency tests."""
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-for path in (HERE, HERE.parent / "integrations", HERE.parents[1] / "src"):
+for path in (HERE, HERE.parent / "integrations"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from http_drivers import Handler  # noqa: E402
+from http_drivers import serve_scripted  # noqa: E402
 from robust_support import fresh_rate_limit  # noqa: E402
 
 from pairwatch.chaos import ChaosServer  # noqa: E402
@@ -33,15 +31,9 @@ def chaos() -> Iterator[ChaosServer]:
 
 @pytest.fixture(scope="session")
 def replying() -> Iterator[str]:
-    """A stdlib HTTP server answering each path with the bytes scripted for it in
-    ``http_drivers.SCRIPTS`` (status, headers, chunks), exactly as given."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    """The scripted stdlib server of ``http_drivers`` (exact bytes per path)."""
+    with serve_scripted() as url:
+        yield url
 
 
 @pytest.fixture
