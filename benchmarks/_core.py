@@ -19,8 +19,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import pairwatch
-from pairwatch import wire
-from pairwatch.ledger import Ledger
+from pairwatch.pairing import wire
+from pairwatch.pairing.ledger import Ledger
 
 LEDGER_TARGET_US = 0.5
 PENDING_TARGET_B = 500.0

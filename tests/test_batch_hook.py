@@ -6,7 +6,7 @@ from jsonrpc_build import dumps, note, req, res
 
 import pairwatch
 from pairwatch import Options
-from pairwatch.records import Batch
+from pairwatch.pairing.records import Batch
 
 
 def _channel(otel, clock, hook, *, bound=True):

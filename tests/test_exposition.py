@@ -12,7 +12,7 @@ from jsonrpc_build import dumps, err, req, res
 from prometheus_client.parser import text_string_to_metric_families
 
 import pairwatch
-from pairwatch import exposition
+from pairwatch.otel import exposition
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,13 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pairwatch.repair import MISSING_CODE, MISSING_MESSAGE, missing_error, repair, request_ids
+from pairwatch.pairing.repair import (
+    MISSING_CODE,
+    MISSING_MESSAGE,
+    missing_error,
+    repair,
+    request_ids,
+)
 
 
 def res(i, value=None):

@@ -9,8 +9,8 @@ from opentelemetry.sdk.metrics import Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
 from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
 
-from pairwatch import sdk_fast
-from pairwatch.telemetry import LATENCY_BUCKETS
+from pairwatch.otel import sdk_fast
+from pairwatch.otel.telemetry import LATENCY_BUCKETS
 
 ATTRS = {"rpc.method": "eth_call", "jsonrpc.batch": "true"}
 

@@ -7,7 +7,8 @@ from opentelemetry.semconv._incubating.attributes import jsonrpc_attributes, rpc
 from opentelemetry.trace import SpanKind, StatusCode
 
 import pairwatch
-from pairwatch import Options, telemetry
+from pairwatch import Options
+from pairwatch.otel import telemetry
 
 
 def test_attribute_names_are_the_current_semantic_conventions():

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pairwatch import wire
-from pairwatch.wire import IdState, Kind
+from pairwatch.pairing import wire
+from pairwatch.pairing.wire import IdState, Kind
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ from components import need
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pairwatch import wire
+from pairwatch.pairing import wire
 
 wire_fast = need(
-    "pairwatch.wire_fast", "pip install 'pairwatch[fast]' (msgspec; scripts/bootstrap.sh does)"
+    "pairwatch.pairing._fast", "pip install 'pairwatch[fast]' (msgspec; scripts/bootstrap.sh does)"
 )
 
 # The wire test-suite's elements and bodies, as the bytes an integration would hand over.

@@ -21,12 +21,11 @@ For clients no integration covers, feed a channel by hand::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from pairwatch import diagnosis
+from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
-from pairwatch.deferred import flush
+from pairwatch.otel.deferred import flush
+from pairwatch.pairing import diagnosis
 
 __all__ = [
     "Channel",

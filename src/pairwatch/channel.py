@@ -2,8 +2,8 @@
 
 A channel is what responses come back on.  Integrations translate their library's send and
 receive paths into :meth:`Channel.sent`, :meth:`Channel.received` and :meth:`Channel.close`;
-the channel parses, keeps the books (:mod:`pairwatch.ledger`) and reports closed batches to
-:mod:`pairwatch.telemetry`.  Every call is shielded: nothing pairwatch does can raise into
+the channel parses, keeps the books (:mod:`pairwatch.pairing.ledger`) and reports closed batches to
+:mod:`pairwatch.otel.telemetry`.  Every call is shielded: nothing pairwatch does can raise into
 the client that called it.
 """
 
@@ -20,11 +20,12 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
-from pairwatch import diagnosis, guard, wire
-from pairwatch.capture import Capture
-from pairwatch.ledger import Ledger, Limits
-from pairwatch.records import Batch, Tally
-from pairwatch.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
+from pairwatch import guard
+from pairwatch.otel.capture import Capture
+from pairwatch.otel.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
+from pairwatch.pairing import diagnosis, wire
+from pairwatch.pairing.ledger import Ledger, Limits
+from pairwatch.pairing.records import Batch, Tally
 
 __all__ = ["Channel", "Options", "open_channel"]
 
@@ -37,7 +38,7 @@ class Options:
     then counts as missing.  The caps bound memory per channel; eviction counts as missing
     with close reason ``evicted``.
 
-    ``on_batch_closed`` is called with every closed :class:`~pairwatch.records.Batch`, after
+    ``on_batch_closed`` is called with every closed :class:`~pairwatch.pairing.records.Batch`, after
     its metrics are recorded, for callers that need per-batch detail the metrics cannot carry
     (which ids went missing, where in a capture the batch was sent): the offline audit uses
     it.  It runs on whatever thread closed the batch and is shielded like everything else:

@@ -12,9 +12,9 @@ from fuzz_strategies import documents, fuzz_settings, json_values, replies
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pairwatch import wire
-from pairwatch.ledger import Ledger
-from pairwatch.records import Batch, Tally
+from pairwatch.pairing import wire
+from pairwatch.pairing.ledger import Ledger
+from pairwatch.pairing.records import Batch, Tally
 
 KINDS = {
     wire.Kind.REQUEST,

@@ -32,7 +32,7 @@ from toy import ToyClient, server
 import pairwatch
 from pairwatch.channel import Channel
 from pairwatch.chaos import Fault
-from pairwatch.ledger import Ledger
+from pairwatch.pairing.ledger import Ledger
 
 BATCH = json.dumps(
     [{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [f"p{i}"]} for i in range(4)]

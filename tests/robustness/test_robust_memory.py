@@ -24,7 +24,7 @@ from opentelemetry import trace
 from robust_support import CountingMeterProvider, settle
 
 import pairwatch
-from pairwatch import wire
+from pairwatch.pairing import wire
 
 BATCHES = int(os.environ.get("PAIRWATCH_ABUSE_BATCHES", "50000"))
 KB = 1024

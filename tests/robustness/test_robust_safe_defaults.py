@@ -17,10 +17,11 @@ from robust_support import CountingMeterProvider, settle
 from toy import ToyClient, server
 
 import pairwatch
-from pairwatch import api, exposition
-from pairwatch.capture import TRUNCATED
+from pairwatch import api
 from pairwatch.chaos import ChaosServer, Fault
 from pairwatch.cli import build_parser
+from pairwatch.otel import exposition
+from pairwatch.otel.capture import TRUNCATED
 
 SECRET = "s3cr3t-7f9a"
 HEADERS = {"Content-Type": "application/json"}

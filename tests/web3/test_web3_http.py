@@ -8,7 +8,7 @@ import pytest
 
 import pairwatch
 from pairwatch.chaos import Fault
-from pairwatch.repair import MISSING_CODE
+from pairwatch.pairing.repair import MISSING_CODE
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Received batch response with missing:RuntimeWarning"

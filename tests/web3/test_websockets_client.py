@@ -10,7 +10,7 @@ import pytest
 
 import pairwatch
 from pairwatch.chaos import Fault
-from pairwatch.repair import MISSING_CODE
+from pairwatch.pairing.repair import MISSING_CODE
 
 
 def batch(ids, tag="p"):

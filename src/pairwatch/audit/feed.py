@@ -21,9 +21,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.trace import NoOpTracerProvider
 
-from pairwatch import Channel, Options, diagnosis, open_channel, wire
+from pairwatch import Channel, Options, open_channel
 from pairwatch.audit.base import ReadStats, Step, StepReader
-from pairwatch.records import Batch
+from pairwatch.pairing import diagnosis, wire
+from pairwatch.pairing.records import Batch
 
 MAX_CHANNELS: Final = 4096  # open channels per file; the least recently used is evicted
 MAX_IDS: Final = 10  # ids listed per kind for one batch in the report

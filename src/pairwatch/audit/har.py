@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from pairwatch import wire
 from pairwatch.audit.base import (
     CaptureError,
     Direction,
@@ -30,6 +29,7 @@ from pairwatch.audit.base import (
     parse_time,
 )
 from pairwatch.audit.jsonstream import har_entries
+from pairwatch.pairing import wire
 
 
 def read(stream: BinaryIO, path: str, progress: Progress, stats: ReadStats) -> Iterator[Step]:

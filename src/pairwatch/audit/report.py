@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from pairwatch import diagnosis
 from pairwatch.audit.feed import FileAudit
 from pairwatch.audit.metrics import COUNTERS, groups
+from pairwatch.pairing import diagnosis
 
 FORMAT_NAMES: Final = {"har": "HAR", "jsonl": "JSON Lines", "stdio": "stdio transcript"}
 

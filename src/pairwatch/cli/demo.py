@@ -23,8 +23,8 @@ from typing import Any
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import pairwatch
-from pairwatch import exposition
 from pairwatch.cli import view
+from pairwatch.otel import exposition
 
 DEFAULT_FAULTS = (
     "reorder=0.3,drop=0.08,null_id=0.04,wrong_id=0.04,duplicate=0.04,id_type=0.02,bad_version=0.02"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 
-from pairwatch import diagnosis
+from pairwatch.pairing import diagnosis
 
 COUNTERS = (
     ("batch.closed", "batches closed"),

@@ -18,9 +18,10 @@ import weakref
 import zlib
 from typing import Any, Final
 
-from pairwatch import guard, wire
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._patch import tracking
+from pairwatch.pairing import wire
 
 __all__ = [
     "MAX_BODY",

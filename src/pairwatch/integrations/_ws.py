@@ -25,9 +25,10 @@ from typing import Any
 import wrapt
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
-from pairwatch import guard, wire
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.repair import repair
+from pairwatch.pairing import wire
+from pairwatch.pairing.repair import repair
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _MISSING: Any = object()
@@ -74,8 +75,8 @@ class WsTap:
     """Feeds one websocket connection's messages into one stream channel.
 
     With ``repair``, each array frame the client reads is first recorded as it arrived, then
-    aligned (:func:`pairwatch.repair.repair`) to the batch it answers: the open batch sharing
-    the most ids with it, else the oldest.  Single-object frames are never repaired on a
+    aligned (:func:`pairwatch.pairing.repair.repair`) to the batch it answers: the open batch
+    sharing the most ids with it, else the oldest.  Single-object frames are never repaired on a
     stream, where a lone object may as well answer a single request.
     """
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import wrapt
 
-from pairwatch import guard, wire
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle, hold
+from pairwatch.pairing import wire
 
 _MISSING = object()
 

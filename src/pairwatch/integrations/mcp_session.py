@@ -57,7 +57,7 @@ from opentelemetry.util.types import AttributeValue
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle, mcp_raw
-from pairwatch.records import Batch, Call
+from pairwatch.pairing.records import Batch, Call
 
 __all__ = ["McpHandle", "install"]
 

@@ -33,12 +33,13 @@ import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
-from pairwatch import guard, wire
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle
 from pairwatch.integrations._patch import tracking
 from pairwatch.integrations._ws import Patches, WsTap, instrument_connection
-from pairwatch.repair import repair
+from pairwatch.pairing import wire
+from pairwatch.pairing.repair import repair
 
 _instrumented: weakref.WeakSet[Any] = weakref.WeakSet()
 _instrumented_lock = threading.Lock()

@@ -15,7 +15,7 @@ ledger's rule).  Both APIs are covered::
 ``recv``, iteration (which calls ``recv``), ``recv_streaming`` and ``send`` (including
 fragmented messages) are wrapped on the instance; the stream ends when one of them raises
 ``ConnectionClosed`` or when ``close()`` is called.  With ``repair=True`` the array frames the
-client reads are aligned to the batch they answer (see :mod:`pairwatch.repair`); everything
+client reads are aligned to the batch they answer (see :mod:`pairwatch.pairing.repair`); everything
 else, and everything without ``repair``, reaches the client as the same object.
 """
 

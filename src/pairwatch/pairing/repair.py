@@ -14,7 +14,7 @@ out; no I/O, no OpenTelemetry), so every integration can use it and it is tested
 The rules, applied to a reply to a batch whose requests carried ``ids`` (in order):
 
 * A response pairs with the first still-empty slot whose request id is the same JSON id
-  (``1`` and ``1.0`` alike, ``"1"`` not ``1``; :func:`pairwatch.wire.id_key`).
+  (``1`` and ``1.0`` alike, ``"1"`` not ``1``; :func:`pairwatch.pairing.wire.id_key`).
 * Kept responses are placed in request order (``reordered`` once per reply when that moved
   anything).  The kept objects are the client's own objects, not copies.
 * A second response for an id whose slot is taken is removed (``removed_duplicate``): the
@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
-from pairwatch.wire import RESPONSE_KINDS, IdState, classify_element, id_key
+from pairwatch.pairing.wire import RESPONSE_KINDS, IdState, classify_element, id_key
 
 __all__ = [
     "ACTIONS",

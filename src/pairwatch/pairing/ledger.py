@@ -25,9 +25,17 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Protocol
 
-from pairwatch import diagnosis
-from pairwatch.records import Batch, Tally
-from pairwatch.wire import CALL_KINDS, RESPONSE_KINDS, IdKey, IdState, Kind, Message, Payload
+from pairwatch.pairing import diagnosis
+from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.wire import (
+    CALL_KINDS,
+    RESPONSE_KINDS,
+    IdKey,
+    IdState,
+    Kind,
+    Message,
+    Payload,
+)
 
 __all__ = ["Ledger", "LedgerSink", "Limits"]
 

@@ -17,8 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from pairwatch import guard, wire
-from pairwatch.records import Batch
+from pairwatch import guard
+from pairwatch.pairing import wire
+from pairwatch.pairing.records import Batch
 
 TRUNCATED: Final = "...[truncated]"
 

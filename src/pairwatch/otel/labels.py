@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from pairwatch.names import (
+from pairwatch.otel.names import (
     INTEGRATION,
     IS_BATCH,
     OTHER_METHOD,

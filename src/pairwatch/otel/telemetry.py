@@ -8,13 +8,13 @@ made at close with the recorded timestamps, so nothing here runs while a request
 Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the README):
 
 * Out of the request and off every lock.  Closing a batch only queues it
-  (:mod:`pairwatch.deferred`); the SDK calls run in bulk: by the caller every 256 batches, at
+  (:mod:`pairwatch.otel.deferred`); the SDK calls run in bulk: by the caller every 256 batches, at
   the start of every metric collection (an observable callback), on a daemon thread when
   callers are quiet, or at ``pairwatch.flush()``.  Readers therefore always see every batch
   closed before the collection began, with unchanged values and timestamps.
 * Fewer SDK calls for the same numbers.  One SDK call costs about 9 µs; a 100-id batch has
   100 latencies, normally under one attribute set.  They are grouped per attribute set and
-  applied to the SDK's explicit-bucket aggregation in one lookup (:mod:`pairwatch.sdk_fast`),
+  applied to the SDK's explicit-bucket aggregation in one lookup (:mod:`pairwatch.otel.sdk_fast`),
   bit-for-bit what 100 ``record`` calls give; anything unusual (a view with another
   aggregation, exemplar sampling, an unknown SDK) falls back to one ``record`` per value.
 * Spans cannot be aggregated: one SDK span per id costs 11 to 15 µs (more on a loaded
@@ -34,9 +34,11 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 
-from pairwatch import deferred, guard
-from pairwatch.labels import Labels, MethodLimiter
-from pairwatch.names import (
+from pairwatch import guard
+from pairwatch._version import __version__
+from pairwatch.otel import deferred
+from pairwatch.otel.labels import Labels, MethodLimiter
+from pairwatch.otel.names import (
     CLOSE_REASON,
     DIAGNOSIS,
     DUPLICATE_SCOPE,
@@ -53,9 +55,9 @@ from pairwatch.names import (
     SERVER_ADDRESS,
     SIZE_BUCKETS,
 )
-from pairwatch.records import Batch, Tally
-from pairwatch.sdk_fast import HistogramWriter, Run, runs_of
-from pairwatch.spans import SpanAttributes, SpanWriter
+from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
+from pairwatch.otel.spans import SpanAttributes, SpanWriter
+from pairwatch.pairing.records import Batch, Tally
 
 __all__ = [
     "INTEGRATION",
@@ -84,8 +86,6 @@ class Telemetry:
         method_cap: int = 32,
         spans: bool = True,
     ) -> None:
-        from pairwatch import __version__
-
         meter = (meter_provider or metrics.get_meter_provider()).get_meter(SCOPE, __version__)
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(
             SCOPE, __version__
@@ -184,7 +184,7 @@ class Telemetry:
             description="Failures inside pairwatch, kept from the client",
         )
         # Observes nothing, so it is never exported: its callback runs at the start of every
-        # collection and records what is still queued (see pairwatch.deferred).
+        # collection and records what is still queued (see pairwatch.otel.deferred).
         meter.create_observable_gauge(
             "pairwatch.deferred_flush",
             callbacks=[_flush_on_collect],
@@ -249,7 +249,7 @@ class Telemetry:
             entry[3].append(self._current)
 
     def _commit(self) -> None:
-        """Apply what the drain summed (called by :mod:`pairwatch.deferred`, under its lock).
+        """Apply what the drain summed (called by :mod:`pairwatch.otel.deferred`, under its lock).
 
         A failing SDK call counts one internal error per batch it carried, as recording each
         batch on its own would have.
@@ -319,7 +319,7 @@ class Telemetry:
             self.span_writer.write(batch, span_attributes)
 
     def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
-        """Count what repair mode changed in one reply (see :mod:`pairwatch.repair`)."""
+        """Count what repair mode changed in one reply (see :mod:`pairwatch.pairing.repair`)."""
         for action, n in actions.items():
             if n:
                 self.repaired.add(n, labels.extra(is_batch, **{REPAIR_ACTION: action}))

@@ -6,7 +6,7 @@ dozen bytes: the ledger may hold tens of thousands of them for a slow server.
 
 from __future__ import annotations
 
-from pairwatch.wire import IdKey
+from pairwatch.pairing.wire import IdKey
 
 
 class Call:

@@ -15,7 +15,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from pairwatch.names import (
+from pairwatch.otel.names import (
     CLOSE_REASON,
     DIAGNOSIS,
     JSONRPC_REQUEST_ID,
@@ -26,7 +26,7 @@ from pairwatch.names import (
     RPC_RESPONSE_STATUS_CODE,
     RPC_SYSTEM_NAME,
 )
-from pairwatch.records import Batch, Call
+from pairwatch.pairing.records import Batch, Call
 
 SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
 """A channel's optional hook: extra attributes for one request's span, computed at close.

@@ -1,6 +1,6 @@
 """Serve pairwatch's OpenTelemetry metrics for a Prometheus scrape, with prometheus-client.
 
-Kept apart from :mod:`pairwatch.telemetry` (the metric model) the way prometheus-client keeps
+Kept apart from :mod:`pairwatch.otel.telemetry` (the metric model) the way prometheus-client keeps
 exposition apart from its metrics: the instruments do not know who reads them.  The names
 follow the OpenTelemetry-to-Prometheus conventions (dots become underscores, counters end in
 ``_total``, a unit of seconds adds ``_seconds``), so the dashboards and alert rules work the
@@ -9,7 +9,7 @@ no ``otel_scope_*`` labels and needs no extra package.
 
 Usage::
 
-    provider, server = pairwatch.exposition.serve(port=9464)   # binds 127.0.0.1
+    provider, server = pairwatch.otel.exposition.serve(port=9464)   # binds 127.0.0.1
     pairwatch.instrument(client, meter_provider=provider)
 """
 

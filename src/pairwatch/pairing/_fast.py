@@ -1,4 +1,4 @@
-"""The optional msgspec decoder: the same classification as :mod:`pairwatch.wire`, 4x cheaper.
+"""The optional msgspec decoder: :mod:`pairwatch.pairing.wire`'s classification, 4x cheaper.
 
 Why: ``json.loads`` builds every value of a body (every result, every params array) only for
 pairwatch to look at four members per element.  msgspec decodes each element straight into a
@@ -8,7 +8,7 @@ classification of dicts.
 
 Exactly the same results, or no result: :func:`parse_bytes` returns ``None`` whenever it
 cannot be sure (msgspec refuses the body, an element is not an object, the body is not
-ASCII and not valid UTF-8, ...) and :func:`pairwatch.wire.parse` then takes the stdlib path,
+ASCII and not valid UTF-8, ...) and :func:`pairwatch.pairing.wire.parse` then takes the stdlib path,
 so anything unusual is classified by one implementation only.  ``tests/test_wire_fast.py``
 runs the wire test cases and random JSON through both paths and compares them.  One known
 difference is deliberately left: a body nested within about five levels of the interpreter's
@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from pairwatch.wire import (
+from pairwatch.pairing.elements import (
     ABSENT,
     MAX_ID_CHARS,
     IdState,
@@ -155,7 +155,7 @@ def _classify_all(elements: list[_Element]) -> list[Message]:
 
 
 def _classify(e: _Element) -> Message:
-    """:func:`pairwatch.wire.classify_element` for a decoded struct: the same rules."""
+    """:func:`pairwatch.pairing.wire.classify_element` for a decoded struct: the same rules."""
     return classify_members(
         _absent(e.id),
         _absent(e.jsonrpc),

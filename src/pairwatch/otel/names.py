@@ -1,6 +1,6 @@
 """Every attribute name and bucket boundary pairwatch's telemetry uses, in one place.
 
-Instrument names are created in :mod:`pairwatch.telemetry`; ``docs/metrics.md`` is the
+Instrument names are created in :mod:`pairwatch.otel.telemetry`; ``docs/metrics.md`` is the
 contract both follow, and the dashboards and alert rules query.
 """
 
