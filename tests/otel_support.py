@@ -95,10 +95,11 @@ class Otel:
         pairwatch.flush()  # spans are made off the caller's path; metrics flush on collect
         return list(self.exporter.get_finished_spans())
 
-    def counters(self) -> dict[str, int]:
-        """Every counter's total, for comparing whole books in one assertion."""
+    def counters(self, *, zeros: bool = False) -> dict[str, int]:
+        """Every counter's total, for comparing whole books in one assertion: the counters
+        that moved, or with ``zeros=True`` also those exported at 0 (see docs/metrics.md)."""
         out: dict[str, int] = {}
         for n, _, p in self.collect():
             if not isinstance(p, HistogramDataPoint):
                 out[n] = out.get(n, 0) + p.value
-        return out
+        return out if zeros else {n: v for n, v in out.items() if v}
