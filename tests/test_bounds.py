@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import weakref
 
@@ -102,24 +103,25 @@ def test_label_sets_are_evicted_past_their_cap(otel):
 
 
 def test_telemetry_cache_forgets_instances_with_their_providers():
-    cache = TelemetryCache(lambda m, t, cap, spans: Telemetry(m, t, method_cap=cap, spans=spans))
+    cache = TelemetryCache()
     meter_provider = MeterProvider(shutdown_on_exit=False)
     tracer_provider = TracerProvider(shutdown_on_exit=False)
-    telemetry = cache.get(meter_provider, tracer_provider, 32, True)
-    assert cache.get(meter_provider, tracer_provider, 32, True) is telemetry
+    key = (meter_provider, tracer_provider, 32, True)
+    telemetry = cache.get(*key, functools.partial(Telemetry, meter_provider, tracer_provider))
+    assert cache.get(*key, functools.partial(Telemetry, None, None)) is telemetry
     assert len(cache) == 1
     gone = weakref.ref(telemetry)
-    del telemetry, meter_provider, tracer_provider
+    del telemetry, meter_provider, tracer_provider, key
     gc.collect()
     assert len(cache) == 0
     assert gone() is None  # nothing else (not the deferred queue's drain hook) holds it
 
 
 def test_telemetry_cache_is_capped_for_providers_it_cannot_watch():
-    cache = TelemetryCache(lambda m, t, cap, spans: Telemetry(None, None), cap=4)
-    keep = [MeterProvider(shutdown_on_exit=False) for _ in range(10)]
+    cache = TelemetryCache(cap=4)
+    keep = [object() for _ in range(10)]  # plain objects cannot be weakly referenced
     for provider in keep:
-        cache.get(provider, None, 32, False)
+        cache.get(provider, None, 32, False, lambda: Telemetry(None, None))
     assert len(cache) == 4
 
 

@@ -36,8 +36,8 @@ SCOPE: Final = "pairwatch"
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.39.0"
 """The semantic-conventions release whose names pairwatch emits: 1.39.0 is the first with
 ``rpc.system.name``, ``rpc.response.status_code`` and ``jsonrpc.request.id`` (the RPC renames
-of semantic-conventions #3176 and #2920), and it still has ``rpc.response.status_code`` under
-that name.  Passed to ``get_meter`` and ``get_tracer`` so a backend can translate the names
+of semantic-conventions #3176 and #2920, listed in its schema file); none of them changed
+through 1.44.0.  Passed to ``get_meter`` and ``get_tracer`` so a backend can translate the names
 when the conventions move on."""
 
 DEFERRED_FLUSH: Final = "pairwatch.deferred_flush"

@@ -29,16 +29,25 @@ Key = tuple[int, int, int, bool]
 
 
 class TelemetryCache:
-    """Maps (meter provider, tracer provider, method cap, spans) to a shared Telemetry."""
+    """Maps (meter provider, tracer provider, method cap, spans) to a shared Telemetry.
 
-    def __init__(self, build: Callable[..., Telemetry], cap: int = TELEMETRY_CAP) -> None:
-        self._build = build
+    ``get`` takes the builder per call, so the caller keeps its own fallbacks (the channel
+    falls back to no-op providers when the user's raise) and this module stays unaware of
+    channel options.
+    """
+
+    def __init__(self, cap: int = TELEMETRY_CAP) -> None:
         self.cap = cap
         self._entries: OrderedDict[Key, Telemetry] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(
-        self, meter_provider: object, tracer_provider: object, method_cap: int, spans: bool
+        self,
+        meter_provider: object,
+        tracer_provider: object,
+        method_cap: int,
+        spans: bool,
+        build: Callable[[], Telemetry],
     ) -> Telemetry:
         key = (id(meter_provider), id(tracer_provider), method_cap, spans)
         found = self._entries.get(key)
@@ -48,7 +57,7 @@ class TelemetryCache:
             found = self._entries.get(key)
             if found is not None:
                 return found
-            found = self._build(meter_provider, tracer_provider, method_cap, spans)
+            found = build()
             self._entries[key] = found
             for provider in (meter_provider, tracer_provider):
                 if provider is not None:

@@ -38,7 +38,7 @@ from opentelemetry import metrics, trace
 
 from pairwatch import guard
 from pairwatch._version import __version__
-from pairwatch.otel import deferred
+from pairwatch.otel import deferred, zeros
 from pairwatch.otel.labels import LabelCache, Labels, Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
@@ -54,28 +54,15 @@ from pairwatch.otel.names import (
     SCHEMA_URL,
     SCOPE,
     SERVER_ADDRESS_CAP,
-    TRANSPORT,
 )
 from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
 from pairwatch.otel.spans import SpanAttributes, SpanWriter
-from pairwatch.otel.vocabulary import BY_KEY, INSTRUMENTS
+from pairwatch.otel.vocabulary import BY_KEY
 from pairwatch.pairing.records import Batch, Tally
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
 
 Attrs = Mapping[str, str]
-
-DUPLICATE_SCOPES = ("in_batch", "cross_batch")
-MISSING_ZERO_REASONS: dict[str, tuple[str, ...]] = {
-    "http": ("body_end", "timeout"),
-    "sse": ("stream_end", "stream_dropped"),
-    "websocket": ("timeout", "stream_dropped"),
-    "stdio": ("timeout", "stream_dropped"),
-}
-"""Per transport, the close reasons a missing response is usually counted under: the
-``batch.missing_response`` series exported at zero for each method as it is first seen, so
-``increase()`` sees the first missing reply.  Rarer reasons start their series with the fault."""
-_MISSING_ZERO_DEFAULT = ("timeout",)
 
 
 class Telemetry:
@@ -139,14 +126,6 @@ class Telemetry:
         self.late = self._counter("late")
         self.repaired = self._counter("repaired")
         self.internal_errors = self._counter("internal_errors")
-        # Exported at zero under the batch attributes themselves; duplicate_id (always by
-        # scope) and missing_response (always by method and reason) get their own zero rows.
-        own_rows = {"duplicate", "missing"}
-        self._zero_at_base = [
-            self._instruments[row.key]
-            for row in INSTRUMENTS
-            if row.pairing and row.key not in own_rows
-        ]
         meter.create_observable_gauge(
             DEFERRED_FLUSH,
             callbacks=[_flush_on_collect],
@@ -175,25 +154,10 @@ class Telemetry:
         address = self.addresses(server_address) if server_address else None
         return self._labels.get(transport, integration, address)
 
-    def _zeros(self, labels: Labels, is_batch: bool) -> None:
-        """Export every pairing counter at 0 for a new attribute set, once.
-
-        So a healthy service reads 0 instead of "No data", and the first fault is an increase
-        of an existing series rather than a new series (which ``increase()`` cannot see).
-        """
-        labels.zeroed.add(is_batch)
-        attrs = labels.by_batch[is_batch]
-        for counter in self._zero_at_base:
-            self._add(counter, 0, attrs)
-        for scope in DUPLICATE_SCOPES:
-            self._add(self.duplicate, 0, labels.extra(is_batch, **{DUPLICATE_SCOPE: scope}))
-
-    def _zero_method(self, labels: Labels, is_batch: bool, method: str) -> None:
-        labels.zeroed_methods.add((is_batch, method))
-        transport = labels.base.get(TRANSPORT, "")
-        for reason in MISSING_ZERO_REASONS.get(transport, _MISSING_ZERO_DEFAULT):
-            attrs = labels.extra(is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason})
-            self._add(self.missing, 0, attrs)
+    def _zeros(self, rows: list[zeros.Row]) -> None:
+        """Export the given series at 0 (see :mod:`pairwatch.otel.zeros` for which)."""
+        for key, attrs in rows:
+            self._add(self._instruments[key], 0, attrs)
 
     # ------------------------------------------------------------------ metrics
     def batch_closed(
@@ -218,7 +182,7 @@ class Telemetry:
             self._current += 1
             is_batch = batch.is_batch if batch is not None else False
             if is_batch not in labels.zeroed:
-                self._zeros(labels, is_batch)
+                self._zeros(zeros.batch_rows(labels, is_batch))
             self._record_tally(
                 labels, is_batch, tally.unknown, tally.null, tally.invalid, tally.violations
             )
@@ -277,7 +241,7 @@ class Telemetry:
         is_batch = batch.is_batch
         attrs = labels.by_batch[is_batch]
         if is_batch not in labels.zeroed:
-            self._zeros(labels, is_batch)
+            self._zeros(zeros.batch_rows(labels, is_batch))
         self._observe(self.size_writer, [(batch.size, 1)], attrs)
         self._add(
             self.closed,
@@ -363,7 +327,7 @@ class Telemetry:
     def _method_attrs(self, labels: Labels, is_batch: bool, method: str) -> Attrs:
         """The latency attributes of a limited method; its first sight exports zero rows."""
         if (is_batch, method) not in labels.zeroed_methods:
-            self._zero_method(labels, is_batch, method)
+            self._zeros(zeros.method_rows(labels, is_batch, method))
         return labels.for_method(is_batch, method)
 
     def _record_latencies(self, labels: Labels, batch: Batch) -> None:
