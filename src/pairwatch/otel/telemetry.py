@@ -57,7 +57,7 @@ from pairwatch.otel.names import (
 )
 from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
 from pairwatch.otel.spans import SpanAttributes, SpanWriter
-from pairwatch.otel.vocabulary import BY_KEY
+from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing.records import Batch, Tally
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
@@ -94,11 +94,14 @@ class Telemetry:
         self.addresses = Limiter(address_cap)
         self._labels = LabelCache(Labels, label_sets_cap)
         self.span_writer = SpanWriter(self.tracer, self.internal_error, self.methods)
-        self._meter = meter
-
-        self.size = self._histogram("size")
-        self.pair_latency = self._histogram("pair_latency")
-        self.lateness = self._histogram("lateness")
+        # Every row of the vocabulary becomes an instrument, so a row added there is created
+        # (and exported once recorded) without touching this constructor.
+        counters = {r.key: _counter(meter, r) for r in INSTRUMENTS if r.kind == "counter"}
+        histograms = {r.key: _histogram(meter, r) for r in INSTRUMENTS if r.kind == "histogram"}
+        self._instruments = counters
+        self.size = histograms["size"]
+        self.pair_latency = histograms["pair_latency"]
+        self.lateness = histograms["lateness"]
         self.latency_writer = HistogramWriter(self.pair_latency)
         self.size_writer = HistogramWriter(self.size)
         self.lateness_writer = HistogramWriter(self.lateness)
@@ -111,42 +114,24 @@ class Telemetry:
         ] = {}
         self._current = 0  # numbers the batches (and stray tallies) recorded, for error counts
         deferred.on_drained(self._commit)
-        self._instruments: dict[str, metrics.Counter] = {}
-        self.requests = self._counter("requests")
-        self.closed = self._counter("closed")
-        self.mismatch = self._counter("mismatch")
-        self.unknown = self._counter("unknown")
-        self.missing = self._counter("missing")
-        self.null = self._counter("null")
-        self.duplicate = self._counter("duplicate")
-        self.invalid = self._counter("invalid")
-        self.invalid_request = self._counter("invalid_request")
-        self.out_of_order = self._counter("out_of_order")
-        self.violation = self._counter("violation")
-        self.late = self._counter("late")
-        self.repaired = self._counter("repaired")
-        self.internal_errors = self._counter("internal_errors")
+        self.requests = counters["requests"]
+        self.closed = counters["closed"]
+        self.mismatch = counters["mismatch"]
+        self.unknown = counters["unknown"]
+        self.missing = counters["missing"]
+        self.null = counters["null"]
+        self.duplicate = counters["duplicate"]
+        self.invalid = counters["invalid"]
+        self.invalid_request = counters["invalid_request"]
+        self.out_of_order = counters["out_of_order"]
+        self.violation = counters["violation"]
+        self.late = counters["late"]
+        self.repaired = counters["repaired"]
+        self.internal_errors = counters["internal_errors"]
         meter.create_observable_gauge(
             DEFERRED_FLUSH,
             callbacks=[_flush_on_collect],
             description="Not exported; drains deferred measurements before each collection",
-        )
-
-    def _counter(self, key: str) -> metrics.Counter:
-        row = BY_KEY[key]
-        assert row.kind == "counter", key
-        counter = self._meter.create_counter(row.name, unit=row.unit, description=row.description)
-        self._instruments[key] = counter
-        return counter
-
-    def _histogram(self, key: str) -> metrics.Histogram:
-        row = BY_KEY[key]
-        assert row.kind == "histogram", key
-        return self._meter.create_histogram(
-            row.name,
-            unit=row.unit,
-            description=row.description,
-            explicit_bucket_boundaries_advisory=list(row.buckets),
         )
 
     def labels(self, transport: str, integration: str, server_address: str | None) -> Labels:
@@ -370,6 +355,19 @@ class Telemetry:
             self._method_attrs(labels, batch.is_batch, method)
             attrs = labels.extra(batch.is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason})
             self._add(self.missing, n, attrs)
+
+
+def _counter(meter: metrics.Meter, row: Instrument) -> metrics.Counter:
+    return meter.create_counter(row.name, unit=row.unit, description=row.description)
+
+
+def _histogram(meter: metrics.Meter, row: Instrument) -> metrics.Histogram:
+    return meter.create_histogram(
+        row.name,
+        unit=row.unit,
+        description=row.description,
+        explicit_bucket_boundaries_advisory=list(row.buckets),
+    )
 
 
 def _flush_on_collect(options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
