@@ -9,8 +9,8 @@ Prometheus by two functions that could drift apart; now a rename is one edit her
 ``docs/metrics.md`` (the contract the dashboards and alert rules query) is checked against it
 by a test.
 
-The module imports nothing but the standard library: the audit and the CLI read it without
-pulling in the OpenTelemetry SDK.
+It imports only :mod:`pairwatch.otel.names` (no OpenTelemetry), so every layer above it can
+read it without an import cycle (``tests/test_layers.py`` keeps it so).
 """
 
 from __future__ import annotations
