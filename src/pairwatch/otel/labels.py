@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pairwatch.otel.names import (
     INTEGRATION,
     IS_BATCH,
-    LABEL_SETS_CAP,
     METHOD_CAP,
     NAME_MAX_LENGTH,
     OTHER_METHOD,
@@ -59,9 +58,6 @@ class Limiter:
 
     def __len__(self) -> int:
         return len(self._seen)
-
-
-MethodLimiter = Limiter  # the name telemetry used before server addresses were capped too
 
 
 class Labels:
@@ -146,4 +142,4 @@ class LabelCache:
         return len(self._sets)
 
 
-__all__ = ["LABEL_SETS_CAP", "LabelCache", "Labels", "Limiter", "MethodLimiter"]
+__all__ = ["LabelCache", "Labels", "Limiter"]
