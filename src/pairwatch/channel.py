@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -24,6 +24,7 @@ from pairwatch import guard
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
+from pairwatch.otel.shared import TelemetryCache
 from pairwatch.otel.spans import SpanAttributes
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis, wire
@@ -71,26 +72,19 @@ class Options:
         return Limits(self.timeout, self.max_open_batches, self.max_pending_ids)
 
 
-_telemetry: dict[tuple[object, object, int, bool], Telemetry] = {}
-_telemetry_lock = threading.Lock()
+_telemetry: Final = TelemetryCache()
 
 
 def telemetry_for(options: Options) -> Telemetry:
-    """One set of instruments per provider pair, shared by every channel that uses it."""
-    key = (
-        id(options.meter_provider),
-        id(options.tracer_provider),
+    """One set of instruments per provider pair, shared by every channel that uses it (a
+    method cap per channel would be no cap), and forgotten with its providers."""
+    return _telemetry.get(
+        options.meter_provider,
+        options.tracer_provider,
         options.method_cap,
         options.spans,
+        lambda: _build_telemetry(options),
     )
-    found = _telemetry.get(key)
-    if found is None:
-        with _telemetry_lock:
-            found = _telemetry.get(key)
-            if found is None:
-                found = _build_telemetry(options)
-                _telemetry[key] = found
-    return found
 
 
 def _build_telemetry(options: Options) -> Telemetry:
