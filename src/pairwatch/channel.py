@@ -36,7 +36,10 @@ class Options:
 
     ``timeout`` closes a batch whose responses have not all arrived; what is still pending
     then counts as missing.  The caps bound memory per channel; eviction counts as missing
-    with close reason ``evicted``.
+    with close reason ``evicted``; on top of them, the ids of every open batch of the process
+    share one budget (:func:`pairwatch.pairing.limits.process_budget`, 1,048,576 ids by
+    default), evicted the same way.  ``late_ids`` and ``late_age`` bound the memory of ids
+    that closed as missing by timeout, which lets a reply to one read as ``late_response``.
 
     ``on_batch_closed`` is called with every closed :class:`~pairwatch.pairing.records.Batch`, after
     its metrics are recorded, for callers that need per-batch detail the metrics cannot carry
@@ -63,9 +66,13 @@ class Options:
     capture_payloads: bool = False
     max_payload_bytes: int = 1024
     redact: Callable[[Any], Any] | None = None
+    late_ids: int = 1024
+    late_age: float = 300.0
 
     def limits(self) -> Limits:
-        return Limits(self.timeout, self.max_open_batches, self.max_pending_ids)
+        return Limits(
+            self.timeout, self.max_open_batches, self.max_pending_ids, self.late_ids, self.late_age
+        )
 
 
 _telemetry: dict[tuple[object, object, int, bool], Telemetry] = {}
@@ -152,17 +159,16 @@ class _Sink:
             except Exception as exc:
                 guard.report("on_batch_closed", exc, self.telemetry.internal_error)
         if batch.diagnosis != diagnosis.OK:
+            # The words state the evidence with numbers, never a guessed cause; the message
+            # is built only when the rate limit lets the line through.
             guard.log_limited(
                 logging.WARNING,
                 "diagnosis:" + batch.diagnosis,
-                "pairwatch: batch of %d requests closed (%s): %d missing, %d unknown-id, "
-                "%d null-id: %s",
+                "pairwatch: batch of %d requests closed (%s) as %s: %s",
                 len(batch.keys),
                 batch.close_reason,
-                batch.missing,
-                batch.unknown,
-                batch.null,
-                diagnosis.EXPLANATION[batch.diagnosis],
+                batch.diagnosis,
+                _Words(diagnosis.evidence, batch),
             )
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
@@ -170,6 +176,29 @@ class _Sink:
             self.telemetry.stray(self.labels, batch, tally)
         except Exception as exc:
             guard.report("telemetry", exc, self.telemetry.internal_error)
+        if tally.late:
+            # A late reply no open batch absorbed (alone on a stream, or after its exchange
+            # closed): its batch was diagnosed when it timed out, so the words go here.
+            guard.log_limited(
+                logging.WARNING,
+                "diagnosis:" + diagnosis.LATE_RESPONSE,
+                "pairwatch: %s: %s",
+                diagnosis.LATE_RESPONSE,
+                _Words(diagnosis.tally_evidence, tally),
+            )
+
+
+class _Words:
+    """Evidence words computed only if the log line is actually formatted."""
+
+    __slots__ = ("args", "say")
+
+    def __init__(self, say: Callable[[Any], str], *args: object) -> None:
+        self.say = say
+        self.args = args
+
+    def __str__(self) -> str:
+        return self.say(*self.args)
 
 
 class Channel:
@@ -249,7 +278,9 @@ class Channel:
         try:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)  # before pairing: pairing may close the batch
-            self.ledger.received(payload)
+            # Only a held [] asks whether the reply is JSON-RPC at all (by structure).
+            shows = wire.is_jsonrpc(raw) if raw is not None and self.ledger.holding else None
+            self.ledger.received(payload, shows)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
 

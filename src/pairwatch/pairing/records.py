@@ -55,12 +55,19 @@ class Call:
 class Tally:
     """Responses that were classified but belong to no call: unknown, null-id, invalid."""
 
-    __slots__ = ("invalid", "null", "unknown", "unknown_keys", "violations")
+    __slots__ = (
+        "invalid", "late", "late_keys", "lateness", "null", "unknown", "unknown_keys", "violations"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.unknown = 0
         self.null = 0
         self.unknown_keys: list[IdKey] = []
+        # Of ``unknown``: replies for ids whose request had closed as missing by timeout, and
+        # by how many seconds after that timeout each came (the late ids, at most 16, kept).
+        self.late = 0
+        self.lateness: list[float] = []
+        self.late_keys: list[IdKey] = []
         self.invalid: dict[str, int] | None = None
         self.violations: dict[str, int] | None = None
 
@@ -116,7 +123,10 @@ class Batch:
         "invalid_requests",
         "is_batch",
         "keys",
+        "late",
+        "late_keys",
         "late_unknown",
+        "lateness",
         "methods",
         "missing",
         "notifications",
@@ -125,10 +135,12 @@ class Batch:
         "out_of_order",
         "paired",
         "received",
+        "reused_timed_out",
         "sent_at",
         "seq",
         "shared",
         "size",
+        "type_mismatch",
         "unknown",
         "unknown_keys",
         "violations",
@@ -169,7 +181,21 @@ class Batch:
         self.unknown = 0
         self.null = 0
         self.missing = 0
+        # Unknown-id replies that came after this batch had closed (handed to the sink as a
+        # stray tally, never re-counted here): kept for per-batch readers such as the audit.
         self.late_unknown = 0
+        # Of ``unknown`` (absorbed while open): replies for ids of *earlier* requests that had
+        # closed as missing by timeout, with seconds after that timeout; contract-wise still
+        # unknown-id responses, diagnosed ``late_response``.
+        self.late = 0
+        self.lateness: list[float] = []
+        self.late_keys: list[IdKey] = []
+        # Requests that reused the id of a request closed as missing by timeout moments ago
+        # (client evidence, but not ``batch.duplicate_id``: that id was no longer pending).
+        self.reused_timed_out = 0
+        # Unknown-id replies whose id equals one of this batch's missing ids under another
+        # JSON type ("0" for 0); set at close.
+        self.type_mismatch = 0
         self.duplicates_in = 0
         self.duplicates_cross = 0
         self.high_index = -1
@@ -198,5 +224,10 @@ class Batch:
         self.null += tally.null
         if tally.unknown_keys and len(self.unknown_keys) < 16:
             self.unknown_keys.extend(tally.unknown_keys[: 16 - len(self.unknown_keys)])
+        if tally.late:
+            self.late += tally.late
+            self.lateness.extend(tally.lateness)
+            if len(self.late_keys) < 16:
+                self.late_keys.extend(tally.late_keys[: 16 - len(self.late_keys)])
         self.invalid = _merge(self.invalid, tally.invalid)
         self.violations = _merge(self.violations, tally.violations)
