@@ -166,3 +166,16 @@ def test_memory_forgets_by_age():
     b.clock.advance(1.0)
     b.ledger.expire()  # remembering id 100 prunes the 50 that are older than 10 s
     assert len(b.ledger.timed_out) == 1
+
+
+def test_lateness_counts_from_a_client_timeout_shorter_than_pairwatchs():
+    # An integration closes the batch with reason "timeout" when its library gives up (the
+    # MCP session does): the reply is late from that moment, not from pairwatch's deadline.
+    b = books(timeout=30.0)
+    batch = b.sent([req(1)])
+    b.clock.advance(2.0)
+    b.ledger.close_batch(batch, "timeout")
+    b.clock.advance(1.5)
+    b.received(res(1))
+    ((_, tally),) = b.sink.strays
+    assert (tally.late, tally.lateness) == (1, [1.5])

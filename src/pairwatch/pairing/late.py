@@ -44,12 +44,16 @@ class TimedOut:
         return bool(self._ids)
 
     def remember(self, batch: Batch, keys: Iterable[IdKey], now: float) -> None:
-        """Remember the ids ``batch`` left missing when it timed out at ``batch.deadline``."""
+        """Remember the ids ``batch`` left missing when it timed out.
+
+        The moment is its deadline, or ``now`` when a client library's own, shorter timeout
+        closed it first: lateness is then counted from when the caller gave up.
+        """
         if self.capacity <= 0:
             return
         ids = self._ids
         ref = weakref.ref(batch)
-        entry = (batch.deadline, ref)
+        entry = (min(batch.deadline, now), ref)
         for key in keys:
             if key in ids:
                 ids.move_to_end(key)
