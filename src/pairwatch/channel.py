@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
-from pairwatch import guard
+from pairwatch import guard, sweeper
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
 from pairwatch.pairing import diagnosis, wire
@@ -379,44 +378,8 @@ def open_channel(
     )
 
 
-class _Sweeper:
-    """Closes timed-out batches of idle stream channels, so a hung call still counts.
-
-    A daemon thread wakes once a second and asks each live channel to expire; channels are
-    held weakly so the sweeper never keeps a client alive.
-    """
-
-    interval = 1.0
-
-    def __init__(self) -> None:
-        self._channels: weakref.WeakSet[Channel] = weakref.WeakSet()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, channel: Channel) -> None:
-        with self._lock:
-            self._channels.add(channel)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="pairwatch-sweeper", daemon=True
-                )
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(self.interval)
-            with self._lock:
-                channels = list(self._channels)
-            for channel in channels:
-                if channel.ledger.open_batches:
-                    channel.expire()
-
-
-_sweeper = _Sweeper()
-
-
 def _watch(channel: Channel) -> None:
     try:
-        _sweeper.watch(channel)
+        sweeper.watch(channel)
     except Exception as exc:  # e.g. no thread can be started: batches still close on use
         guard.report("watch", exc, channel.telemetry.internal_error)

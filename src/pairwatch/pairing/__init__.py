@@ -8,6 +8,7 @@
 - :mod:`~pairwatch.pairing.intake`: what a sent payload asks for (ids, methods, problems).
 - :mod:`~pairwatch.pairing.table`: the pending table: id -> the request awaiting it.
 - :mod:`~pairwatch.pairing.deadlines`: which batch times out next, without scanning.
+- :mod:`~pairwatch.pairing.shape`: whether a reply has the shape its request allows.
 - :mod:`~pairwatch.pairing.late`: the bounded memory of ids closed as missing by timeout.
 - :mod:`~pairwatch.pairing.limits`: per-channel caps and the process-wide pending budget.
 - :mod:`~pairwatch.pairing.diagnosis`: each batch's diagnosis from evidence, and its words.

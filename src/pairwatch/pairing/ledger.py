@@ -52,6 +52,7 @@ from pairwatch.pairing.intake import count_retyped, read_sent
 from pairwatch.pairing.late import TimedOut
 from pairwatch.pairing.limits import Limits, PendingBudget, process_budget
 from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.shape import judge
 from pairwatch.pairing.table import PendingTable
 from pairwatch.pairing.wire import CALL_KINDS, IdKey, IdState, Kind, Message, Payload
 
@@ -207,28 +208,10 @@ class Ledger:
                 held.open = False  # not JSON-RPC traffic after all: it counts nothing
                 return
             spec_reply = wire.is_spec_empty_reply(payload)
-        tally = Tally()
-        if payload.unparseable is not None:
-            if payload.unparseable != "empty":
-                tally.add_invalid("unparseable")
-            elif target is None or not target.expected_nothing:
-                return
-        elif payload.empty_batch and (target is None or not target.expected_nothing):
-            tally.add_violation("empty_array_reply")
-        if target is not None and payload.unparseable is None:
-            if target.is_batch and not payload.is_batch and not target.expected_nothing:
-                tally.add_violation("single_reply_to_batch")
-            elif payload.is_batch and not target.is_batch:
-                tally.add_violation("batch_reply_to_single")
-        if (
-            target is not None
-            and target.expected_nothing
-            and (payload.size or payload.empty_batch)
-            and not spec_reply
-        ):
-            tally.add_violation(
-                "reply_to_empty_batch" if target.size == 0 else "reply_to_notifications"
-            )
+        judged = judge(payload, target, spec_reply)
+        if judged is None:
+            return
+        tally = judged
         table = self._table
         pending = table.ids
         touched: Batch | None = None
