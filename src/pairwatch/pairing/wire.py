@@ -152,12 +152,14 @@ def sniff(raw: bytes | bytearray | memoryview | str | None) -> bool:
     """
     if not raw:
         return False
+    if not isinstance(raw, str):
+        data = bytes(raw) if not isinstance(raw, bytes) else raw
+        if b"jsonrpc" not in data:  # before any decoding: the common case
+            return len(data) < 64 and _empty_array(data.decode("utf-8", "replace"))
+    elif "jsonrpc" not in raw:
+        return len(raw) < 64 and _empty_array(raw)
     text = _text(raw)
-    if text is None:
-        return False
-    if "jsonrpc" not in text:
-        return _empty_array(text)
-    return _structure(text)
+    return text is not None and _structure(text)
 
 
 def is_jsonrpc(raw: object) -> bool:
@@ -193,7 +195,8 @@ def _text(raw: bytes | bytearray | memoryview | str) -> str | None:
 
 
 def _empty_array(text: str) -> bool:
-    return text.startswith("[") and len(text) < 64 and text[1:].strip(_WHITESPACE) == "]"
+    text = text.lstrip("\ufeff" + _WHITESPACE)
+    return text.startswith("[") and text[1:].strip(_WHITESPACE) == "]"
 
 
 def _structure(text: str) -> bool:
