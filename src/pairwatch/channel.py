@@ -188,16 +188,24 @@ class _Sink:
 
 
 class _Words:
-    """Evidence words computed only if the log line is actually formatted."""
+    """Evidence words computed only if the log line is formatted, then kept as text.
 
-    __slots__ = ("args", "say")
+    A handler that keeps records (a test's log capture, a memory handler) keeps their
+    arguments: once formatted, this drops the batch so no closed books stay alive.
+    """
 
-    def __init__(self, say: Callable[[Any], str], *args: object) -> None:
-        self.say = say
-        self.args = args
+    __slots__ = ("args", "say", "text")
+
+    def __init__(self, say: Callable[..., str], *args: object) -> None:
+        self.say: Callable[..., str] | None = say
+        self.args: tuple[object, ...] = args
+        self.text = ""
 
     def __str__(self) -> str:
-        return self.say(*self.args)
+        if self.say is not None:
+            self.text = self.say(*self.args)
+            self.say, self.args = None, ()
+        return self.text
 
 
 class Channel:

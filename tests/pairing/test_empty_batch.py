@@ -130,3 +130,15 @@ def test_sniff_rejects_a_big_body_without_the_word_before_decoding(monkeypatch):
     big = b"[" + b",".join(b'{"k": %d}' % i for i in range(50_000)) + b"]"
     assert wire.sniff(big) is False
     assert wire.sniff(b"<html>" + b"x" * 1_000_000) is False
+
+
+def test_empty_batch_whose_exchange_moves_on_counts_nothing():
+    b = books(bound=True)
+    b.sent([])
+    batch = b.sent([req(1)])  # the exchange sends again before any reply to []
+    assert not b.ledger.holding
+    b.received(res(1))
+    b.close()
+    assert b.sink.only() is batch
+    assert counts(batch) == numbers(requests=1, paired=1)
+    assert batch.violations is None

@@ -126,10 +126,10 @@ class Ledger:
         batch.deadline = now + self.limits.timeout
         if self._bound:  # only an exchange attributes replies to its last batch; a stream
             self._last = batch  # must not keep a closed batch (and its lists) alive
+            self._drop_held()  # a [] whose exchange moved on without a reply: nothing
         if not keys:
             batch.expected_nothing = True
             if self._bound and payload.empty_batch:
-                self._drop_held()
                 self._held = batch  # counted once its reply shows JSON-RPC, or never
                 return batch
             self._finish(batch, "no_response_expected", closed)
@@ -200,11 +200,11 @@ class Ledger:
         target = self._last if self._bound else None
         held = self._held
         spec_reply = False
-        if held is not None:
+        if held is not None:  # always the exchange's last batch: see _register
             self._held = None
-            if target is not held or not (
-                wire.shows_jsonrpc(payload) if is_jsonrpc is None else is_jsonrpc
-            ):
+            if is_jsonrpc is None:
+                is_jsonrpc = wire.shows_jsonrpc(payload)
+            if not is_jsonrpc:
                 held.open = False  # not JSON-RPC traffic after all: it counts nothing
                 return
             spec_reply = wire.is_spec_empty_reply(payload)
