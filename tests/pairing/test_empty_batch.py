@@ -137,7 +137,7 @@ def test_empty_batch_whose_exchange_moves_on_counts_nothing():
     b.sent([])
     batch = b.sent([req(1)])  # the exchange sends again before any reply to []
     assert not b.ledger.holding
-    b.received(res(1))
+    b.received([res(1)])
     b.close()
     assert b.sink.only() is batch
     assert counts(batch) == numbers(requests=1, paired=1)
