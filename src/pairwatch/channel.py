@@ -386,6 +386,9 @@ def open_channel(
     )
 
 
+_sweeper = sweeper.SWEEPER  # its home was this module; tests still look here
+
+
 def _watch(channel: Channel) -> None:
     try:
         sweeper.watch(channel)

@@ -11,7 +11,7 @@ import time
 import weakref
 from typing import Protocol
 
-__all__ = ["watch"]
+__all__ = ["SWEEPER", "watch"]
 
 
 class _Books(Protocol):
@@ -61,9 +61,10 @@ class _Sweeper:
                     channel.expire()
 
 
-_sweeper = _Sweeper()
+SWEEPER = _Sweeper()
+"""The process's one sweeper thread (started by the first channel it watches)."""
 
 
 def watch(channel: Expirable) -> None:
     """Expire ``channel``'s timed-out batches about once a second, while it lives."""
-    _sweeper.watch(channel)
+    SWEEPER.watch(channel)
