@@ -210,3 +210,18 @@ def test_diagnose_rules_each_need_their_own_evidence():
     assert diagnosis.diagnose(**{**zero, "missing": 3}) == diagnosis.RESPONSES_MISSING
     assert set(diagnosis.EXPLANATION) == set(diagnosis.ALL)
     assert len(diagnosis.ALL) == 8
+
+
+def test_evidence_separates_re_typed_ids_from_invented_ones():
+    b = books(bound=True)
+    b.sent([req(0), req(1), req(2)])
+    b.received([res("0"), res(1), res(77)])
+    b.close()
+    batch = b.sink.only()
+    assert counts(batch) == numbers(requests=3, paired=1, missing=2, unknown=2, type_mismatch=1)
+    assert batch.diagnosis == diagnosis.ID_TYPE_MISMATCH
+    assert diagnosis.evidence(batch) == (
+        '1 reply carried a pending id as another JSON type ("0"); '
+        "1 reply carried an id that matched no pending request (77); "
+        "2 requests of 3 closed without a reply (body_end)"
+    )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from pairwatch.pairing.intake import retyped
 from pairwatch.pairing.records import Batch, Tally
 from pairwatch.pairing.wire import IdKey
 
@@ -186,16 +187,19 @@ def evidence(batch: Batch) -> str:
             n = batch.size
             valid = "the request element was" if n == 1 else f"all {n} request elements were"
             parts.append(f"{replies} came back with id null although {valid} valid")
+    retyped_keys: list[IdKey] = []
     if batch.type_mismatch:
+        missing = {k for k, at in zip(batch.keys, batch.received, strict=True) if at is None}
+        retyped_keys = [k for k in batch.unknown_keys if any(alt in missing for alt in retyped(k))]
         parts.append(
             f"{_n(batch.type_mismatch, 'reply', 'replies')} carried a pending id as another JSON "
-            f"type ({_ids(batch.unknown_keys)})"
+            f"type ({_ids(retyped_keys)})"
         )
     if batch.late:
         parts.append(_late_words(batch.late, batch.late_keys, batch.lateness))
     other_unknown = batch.unknown - batch.late - batch.type_mismatch
     if other_unknown > 0:
-        keys = [k for k in batch.unknown_keys if k not in batch.late_keys]
+        keys = [k for k in batch.unknown_keys if k not in batch.late_keys and k not in retyped_keys]
         shown = f" ({_ids(keys)})" if keys else ""
         parts.append(
             f"{_n(other_unknown, 'reply', 'replies')} carried an id that matched no pending "
