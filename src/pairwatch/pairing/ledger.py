@@ -36,7 +36,7 @@ batch closes as ``malformed_request_element``: ``[]`` is an invalid request); an
 JSON-RPC reply is also a protocol violation.  On a stream, ``[]`` closes at once: the stream
 is JSON-RPC by construction and its reply is an ordinary null-id response.
 
-Costs do not grow with what is outstanding: expiry and eviction read a deadline heap
+Costs do not grow with what is outstanding: expiry and eviction read a deadline queue
 (:mod:`pairwatch.pairing.deadlines`), never the whole table of open batches.
 """
 
@@ -327,7 +327,7 @@ class Ledger:
             self._drop_held()
             for batch in list(self._open.values()):
                 self._finish(batch, reason, closed)
-            self._deadlines.reset(())
+            self._deadlines.clear()
         self._emit(closed)
 
     def close_batch(self, batch: Batch, reason: str) -> None:
@@ -358,7 +358,7 @@ class Ledger:
 
     @property
     def examined(self) -> int:
-        """Deadline-heap entries looked at so far (the flat-cost tests read it)."""
+        """Deadline-queue entries looked at so far (the flat-cost tests read it)."""
         return self._deadlines.examined
 
     @property
@@ -384,6 +384,7 @@ class Ledger:
         batch.closed_at = self._clock()
         if self._open.pop(batch.seq, None) is not None:
             self._budget.release(batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys))
+            self._deadlines.closed()
         missing_keys = self._table.release(batch) if batch.paired < len(batch.keys) else []
         if not batch.expected_nothing:
             batch.count_mismatch = batch.paired + batch.unknown != len(batch.keys)
