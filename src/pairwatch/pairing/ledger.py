@@ -261,10 +261,7 @@ class Ledger:
                     tally.unknown_keys.append(key)
                 found = self.timed_out.take(key, now)
                 if found is not None:
-                    tally.late += 1
-                    tally.lateness.append(found[0])
-                    if len(tally.late_keys) < 16:
-                        tally.late_keys.append(key)
+                    tally.add_late(key, found[0])
                     late_holder = late_holder or found[1]
                 elif holder is None and not self._bound:
                     holder = self._table.holder_retyped(key)

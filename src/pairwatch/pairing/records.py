@@ -56,20 +56,38 @@ class Tally:
     """Responses that were classified but belong to no call: unknown, null-id, invalid."""
 
     __slots__ = (
-        "invalid", "late", "late_keys", "lateness", "null", "unknown", "unknown_keys", "violations"
+        "_late", "invalid", "late", "null", "unknown", "unknown_keys", "violations"
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.unknown = 0
         self.null = 0
         self.unknown_keys: list[IdKey] = []
-        # Of ``unknown``: replies for ids whose request had closed as missing by timeout, and
-        # by how many seconds after that timeout each came (the late ids, at most 16, kept).
+        # Of ``unknown``: replies for ids whose request had closed as missing by timeout
+        # (``lateness`` and ``late_keys`` say how late, and which; allocated when late).
         self.late = 0
-        self.lateness: list[float] = []
-        self.late_keys: list[IdKey] = []
+        self._late: tuple[list[float], list[IdKey]] | None = None
         self.invalid: dict[str, int] | None = None
         self.violations: dict[str, int] | None = None
+
+    @property
+    def lateness(self) -> list[float]:
+        """Seconds after its timeout each late reply came (read-only)."""
+        return self._late[0] if self._late is not None else []
+
+    @property
+    def late_keys(self) -> list[IdKey]:
+        """The ids of the first 16 late replies (read-only)."""
+        return self._late[1] if self._late is not None else []
+
+    def add_late(self, key: IdKey, seconds: float) -> None:
+        late = self._late
+        if late is None:
+            late = self._late = ([], [])
+        self.late += 1
+        late[0].append(seconds)
+        if len(late[1]) < 16:
+            late[1].append(key)
 
     def add_invalid(self, reason: str) -> None:
         if self.invalid is None:
@@ -104,6 +122,7 @@ class Batch:
 
     __slots__ = (
         "__weakref__",
+        "_late",
         "captured",
         "close_reason",
         "closed_at",
@@ -124,9 +143,7 @@ class Batch:
         "is_batch",
         "keys",
         "late",
-        "late_keys",
         "late_unknown",
-        "lateness",
         "methods",
         "missing",
         "notifications",
@@ -188,8 +205,7 @@ class Batch:
         # closed as missing by timeout, with seconds after that timeout; contract-wise still
         # unknown-id responses, diagnosed ``late_response``.
         self.late = 0
-        self.lateness: list[float] = []
-        self.late_keys: list[IdKey] = []
+        self._late: tuple[list[float], list[IdKey]] | None = None  # allocated when late
         # Requests that reused the id of a request closed as missing by timeout moments ago
         # (client evidence, but not ``batch.duplicate_id``: that id was no longer pending).
         self.reused_timed_out = 0
@@ -224,10 +240,22 @@ class Batch:
         self.null += tally.null
         if tally.unknown_keys and len(self.unknown_keys) < 16:
             self.unknown_keys.extend(tally.unknown_keys[: 16 - len(self.unknown_keys)])
-        if tally.late:
+        if tally._late is not None:
+            late = self._late
+            if late is None:
+                late = self._late = ([], [])
             self.late += tally.late
-            self.lateness.extend(tally.lateness)
-            if len(self.late_keys) < 16:
-                self.late_keys.extend(tally.late_keys[: 16 - len(self.late_keys)])
+            late[0].extend(tally._late[0])
+            late[1].extend(tally._late[1][: max(0, 16 - len(late[1]))])
         self.invalid = _merge(self.invalid, tally.invalid)
         self.violations = _merge(self.violations, tally.violations)
+
+    @property
+    def lateness(self) -> list[float]:
+        """Seconds after its timeout each late reply absorbed here came (read-only)."""
+        return self._late[0] if self._late is not None else []
+
+    @property
+    def late_keys(self) -> list[IdKey]:
+        """The ids of the first 16 late replies absorbed here (read-only)."""
+        return self._late[1] if self._late is not None else []
