@@ -146,7 +146,7 @@ class FakePairwatchExporter:
 
 
 def _diagnosis(fault: str) -> str:
-    return "duplicate_ids_suspected" if fault == "duplicate_ids" else fault
+    return "client_duplicate_ids" if fault == "duplicate_ids" else fault
 
 
 # --- fixtures -----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The demo shows what a user would see on a dashboard, so it reads exported metric points
 (never pairwatch's internals) and applies the same reading as the dashboards and alert rules:
-the counters together, over a recent window, name a diagnosis.
+the batches closed over a recent window, by the diagnosis their evidence named.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _merge_hist(snap: Snapshot, point: HistogramDataPoint) -> None:
 def reading(old: Snapshot, new: Snapshot) -> str:
     """Name what the batches closed since ``old`` point to, in words.
 
-    Each closed batch carries its own diagnosis (read from its counters together), so the
+    Each closed batch carries its own diagnosis (from the evidence pairwatch saw), so the
     reading ranks the diagnoses of the window rather than re-combining totals from batches
     that failed for different reasons.
     """

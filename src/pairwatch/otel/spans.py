@@ -27,6 +27,7 @@ from pairwatch.otel.names import (
     RPC_RESPONSE_STATUS_CODE,
     RPC_SYSTEM_NAME,
 )
+from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
 
 SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
@@ -86,7 +87,7 @@ class SpanWriter:
         for call in batch.calls:
             end = max(end, self._child(ctx, batch, call, span_attributes))
         if batch.diagnosis != "ok":
-            root.set_status(Status(StatusCode.ERROR, batch.diagnosis))
+            root.set_status(Status(StatusCode.ERROR, f"{batch.diagnosis}: {evidence(batch)}"))
         root.end(end_time=self._ns(end))
 
     def _child(
