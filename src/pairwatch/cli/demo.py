@@ -264,7 +264,8 @@ def loop(
     first = view.snapshot(reader)
     window = view.Window(WINDOW)
     started = time.monotonic()
-    next_view = started
+    # A status line at 0 s would only say that nothing happened yet.
+    next_view = started if live else started + WINDOW
     interval = 1.0 / args.rate
     try:
         while not stop.is_set():
