@@ -162,9 +162,9 @@ def _in_use(e: OSError) -> bool:
 
 
 def start_metrics(
-    args: argparse.Namespace, reader: InMemoryMetricReader
-) -> tuple[MeterProvider, Any, str] | str:
-    """The metrics endpoint, or the one-line reason it could not start.
+    args: argparse.Namespace,
+) -> tuple[MeterProvider, Any, InMemoryMetricReader, str] | str:
+    """The metrics endpoint and the reader the view reads, or why it could not start.
 
     The default port falls back to a free one (it is the OTel exporter's default too, so
     it is often taken by the user's own app); a port the user asked for is not silently
@@ -173,6 +173,7 @@ def start_metrics(
     port = DEFAULT_METRICS_PORT if args.metrics_port is None else args.metrics_port
     note = ""
     try:
+        reader = InMemoryMetricReader()  # a reader belongs to one provider: one per attempt
         provider, server = exposition.serve(port, args.metrics_addr, readers=[reader])
     except OSError as e:
         if not _in_use(e):
@@ -183,11 +184,12 @@ def start_metrics(
                 f"--metrics-port P, or --metrics-port 0 for any free port"
             )
         try:
+            reader = InMemoryMetricReader()
             provider, server = exposition.serve(0, args.metrics_addr, readers=[reader])
         except OSError as e2:
             return f"cannot serve metrics on {args.metrics_addr}: {e2.strerror or e2}"
         note = f"(port {port} is in use, so the metrics are on port {server.server_port})"
-    return provider, server, note
+    return provider, server, reader, note
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,14 +197,13 @@ def run(args: argparse.Namespace) -> int:
     # The view already says what each failing batch points to; per-batch log lines would
     # only scroll it away.
     logging.getLogger("pairwatch").setLevel(logging.ERROR)
-    reader = InMemoryMetricReader()
     try:
-        started_metrics = start_metrics(args, reader)
+        started_metrics = start_metrics(args)
     except (socket.gaierror, UnicodeError) as e:
         return fail(PROG, f"cannot serve metrics on {args.metrics_addr!r}: {e}")
     if isinstance(started_metrics, str):
         return fail(PROG, started_metrics)
-    provider, metrics_server, note = started_metrics
+    provider, metrics_server, reader, note = started_metrics
     metrics_url = f"http://{args.metrics_addr}:{metrics_server.server_port}/metrics"
     plan = FaultMix(probabilities, seed=args.seed, templates=templates) if probabilities else None
     chaos = ChaosServer(plan, port=args.port)
