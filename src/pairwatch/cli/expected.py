@@ -101,9 +101,12 @@ def tally(
             continue
         if not _valid(element):
             out["batch.invalid_response"] += 1
-        key = id_key(element.get("id"))
+        if element.get("id") is None:
+            out["batch.null_id_response"] += 1  # null or absent: answers no one in particular
+            continue
+        key = id_key(element["id"])
         if key is None:
-            out["batch.null_id_response"] += 1
+            unknown += 1  # not a legal id (true, an object): it can match nothing sent
             continue
         waiting = pending.get(key)
         if not waiting:
