@@ -42,19 +42,21 @@ WINDOW = 5.0  # seconds the live rates and the reading cover
 DESCRIPTION = """\
 Watch pairwatch's counters move against a misbehaving JSON-RPC server.
 
-Starts the chaos server on 127.0.0.1 with a fault mix, instruments an httpx.Client and a
-requests.Session with one line each, sends batches through them (every fourth as a
-server-sent-event stream), serves the metrics for Prometheus, and shows a live view:
-batches per second, the batch.* counters, pair-latency percentiles and, in words, what the
-last seconds point to.  Ctrl-C (or --duration) stops it with a summary that checks every
-counter against what the server wrote.
+Starts the chaos server on 127.0.0.1 with a fault mix, instruments an
+httpx.Client and a requests.Session with one line each, sends batches through
+them (every fourth as a server-sent-event stream), serves the metrics for
+Prometheus, and shows a live view: batches per second, the batch.* counters,
+pair-latency percentiles and, in words, what the last seconds point to.
+Ctrl-C (or --duration) stops it with a summary that checks every counter
+against what the server wrote.
 """
 
 EPILOG = (
-    "fault kinds for --faults KIND=P,... (P is the probability per batch, 0..1; "
-    "KIND:param=value=P sets one parameter, e.g. drop:count=2=0.1):\n  "
-    + "\n  ".join(", ".join(KINDS[i : i + 5]) for i in range(0, len(KINDS), 5))
-    + f"\n\ndefault mix: {DEFAULT_FAULTS}\n'none' runs a clean server."
+    "fault kinds for --faults KIND=P,... (P: probability per batch, 0..1):\n  "
+    + "\n  ".join(", ".join(KINDS[i : i + 4]) for i in range(0, len(KINDS), 4))
+    + "\nKIND:param=value=P sets one parameter, e.g. drop:count=2=0.1;"
+    + "\n'none' runs a clean server.\ndefault mix:\n  "
+    + DEFAULT_FAULTS.replace("wrong_id", "\n  wrong_id", 1)
 )
 
 
