@@ -92,6 +92,6 @@ def test_the_contributor_quick_start_runs_the_demo_and_the_tests():
     assert "bash scripts/test.sh" in development
     demo_sh = (REPO / "scripts" / "demo.sh").read_text()
     assert "source scripts/bootstrap.sh demo\n" in demo_sh
-    assert "pairwatch demo" in demo_sh
+    assert "-m pairwatch demo" in demo_sh
     assert "source scripts/bootstrap.sh dev\n" in (REPO / "scripts" / "test.sh").read_text()
     assert "pairwatch dashboards export" in section("Dashboards and alerts")
