@@ -198,7 +198,8 @@ def test_a_live_terminal_frame_redraws_in_place_and_wraps_at_words():
     body = last.split("pairwatch demo summary")[0].replace("\x1b[K", "").replace("\x1b[J", "")
     reading = body[body.index("  reading, last"):].split("Ctrl-C")[0].rstrip().splitlines()
     assert len(reading) >= 2, reading  # long enough to wrap at 60 columns
-    assert all(len(line) <= 59 for line in reading), reading
+    # Every line of the frame fits (the title's URLs included): the terminal never wraps.
+    assert all(len(line) <= 59 for line in body.splitlines()), body
 
 
 def test_wrapping_keeps_every_word_whole():
@@ -212,3 +213,15 @@ def test_wrapping_keeps_every_word_whole():
     assert all(len(line) <= 50 for line in lines)
     assert all(line.startswith(" " * len(label)) for line in lines[1:])
     assert " ".join(line.strip() for line in lines)[len(label.strip()) + 1:] == text
+
+
+def test_fit_breaks_long_frame_lines_between_words_and_keeps_short_ones():
+    from pairwatch.cli import view
+
+    title = ("pairwatch demo  server http://127.0.0.1:4/  metrics http://127.0.0.1:5/metrics "
+             "(port 9464 is in use, so the metrics are on port 5)")
+    lines = view.fit([title, "  short"], 60)
+    assert lines[-1] == "  short"
+    assert all(len(line) <= 60 for line in lines)
+    assert lines[1].startswith("    ")
+    assert " ".join(line.strip() for line in lines[:-1]).split() == title.split()

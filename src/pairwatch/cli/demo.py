@@ -314,7 +314,7 @@ class Screen:
         width = self.width()
         if self.live:
             text = view.render(first, old, snap, title=f"{title}\n  {when}", width=width)
-            lines = [*text.split("\n"), "", "  Ctrl-C stops (with the summary)."]
+            lines = view.fit([*text.split("\n"), "", "  Ctrl-C stops (with the summary)."], width)
             sys.stdout.write("\x1b[H" + "".join(line + "\x1b[K\n" for line in lines) + "\x1b[J")
             sys.stdout.flush()
             return

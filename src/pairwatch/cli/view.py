@@ -141,6 +141,29 @@ def wrap(label: str, text: str, width: int) -> list[str]:
     ) or [label.rstrip()]
 
 
+def fit(lines: list[str], width: int) -> list[str]:
+    """Lines no wider than ``width``, broken between words and indented like their first
+    part, so that the terminal never wraps one mid-word (which would also break the
+    in-place redraw's line count)."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(
+            textwrap.wrap(
+                line.strip(),
+                width=max(width, len(indent) + 24),
+                initial_indent=indent,
+                subsequent_indent=indent + "    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return out
+
+
 def clock(elapsed: float, duration: float) -> str:
     """Elapsed and remaining time; a run without a duration has no remaining time."""
     text = f"elapsed {elapsed:5.1f} s"
