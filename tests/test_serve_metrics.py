@@ -83,3 +83,17 @@ def test_a_busy_port_raises_at_start_not_later():
         holder.listen()
         with pytest.raises(OSError, match="in use"):
             pairwatch.serve_metrics(port=holder.getsockname()[1])
+
+
+def test_the_documented_module_paths_resolve_after_import_pairwatch():
+    """The docstrings name pairwatch.serve_metrics and pairwatch.otel.exposition.serve; both
+    must be reachable from a plain ``import pairwatch`` (the old pairwatch.exposition was not)."""
+    import subprocess
+    import sys
+
+    code = ("import pairwatch; print(pairwatch.serve_metrics.__module__, "
+            "pairwatch.otel.exposition.serve.__name__, 'serve_metrics' in pairwatch.__all__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "pairwatch.endpoint serve True\n"
