@@ -22,7 +22,10 @@ from opentelemetry import metrics, trace
 
 from pairwatch import guard
 from pairwatch.otel.capture import Capture
-from pairwatch.otel.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
+from pairwatch.otel.labels import Labels
+from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
+from pairwatch.otel.spans import SpanAttributes
+from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis, wire
 from pairwatch.pairing.ledger import Ledger, Limits
 from pairwatch.pairing.records import Batch, Tally

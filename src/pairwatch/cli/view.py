@@ -15,20 +15,15 @@ from dataclasses import dataclass, field
 
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 
+from pairwatch.otel.names import DIAGNOSIS
+from pairwatch.otel.vocabulary import BY_KEY, INSTRUMENTS
 from pairwatch.pairing import diagnosis
 
-COUNTERS = (
-    ("batch.closed", "batches closed"),
-    ("batch.requests", "requests sent"),
-    ("batch.unknown_id_response", "unknown-id responses"),
-    ("batch.missing_response", "missing responses"),
-    ("batch.null_id_response", "null-id responses"),
-    ("batch.response_count_mismatch", "count-mismatch batches"),
-    ("batch.out_of_order", "out-of-order batches"),
-    ("batch.duplicate_id", "duplicate ids sent"),
-    ("batch.invalid_response", "invalid responses"),
-    ("batch.protocol_violation", "protocol violations"),
-)
+# The live view's rows: the vocabulary's instruments that have words for it, in its order.
+COUNTERS = tuple((i.name, i.words) for i in INSTRUMENTS if i.words is not None)
+CLOSED = BY_KEY["closed"].name
+REQUESTS = BY_KEY["requests"].name
+LATENCY = BY_KEY["pair_latency"].name
 
 
 @dataclass
@@ -67,14 +62,14 @@ def snapshot(reader: InMemoryMetricReader) -> Snapshot:
             for metric in sm.metrics:
                 for point in metric.data.data_points:
                     if isinstance(point, HistogramDataPoint):
-                        if metric.name == "batch.pair_latency":
+                        if metric.name == LATENCY:
                             _merge_hist(snap, point)
                         snap.totals[metric.name] = snap.get(metric.name) + point.count
                         continue
                     value = float(getattr(point, "value", 0.0))
                     snap.totals[metric.name] = snap.get(metric.name) + value
-                    if metric.name == "batch.closed":
-                        d = str((point.attributes or {}).get("pairwatch.diagnosis"))
+                    if metric.name == CLOSED:
+                        d = str((point.attributes or {}).get(DIAGNOSIS))
                         snap.diagnoses[d] = snap.diagnoses.get(d, 0.0) + value
     return snap
 
@@ -176,8 +171,8 @@ def render(first: Snapshot, old: Snapshot, new: Snapshot, *, title: str, width: 
     span = max(new.at - old.at, 1e-9)
     lines = [title, ""]
     lines.append(
-        f"  batches/s {(new.get('batch.closed') - old.get('batch.closed')) / span:8.1f}"
-        f"    requests/s {(new.get('batch.requests') - old.get('batch.requests')) / span:8.1f}"
+        f"  batches/s {(new.get(CLOSED) - old.get(CLOSED)) / span:8.1f}"
+        f"    requests/s {(new.get(REQUESTS) - old.get(REQUESTS)) / span:8.1f}"
         f"    (rates over the {window_label(old, new)})"
     )
     lines.append("")
