@@ -7,8 +7,10 @@ the batches closed over a recent window, by the diagnosis their evidence named.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
@@ -94,7 +96,7 @@ def reading(old: Snapshot, new: Snapshot) -> str:
     }
     failing = sorted(((n, name) for name, n in moved.items() if n > 0), reverse=True)
     if not failing:
-        return "no pairing failures in the last window"
+        return "no pairing failures"
     count, worst = failing[0]
     others = ", ".join(f"{name} {n:.0f}" for n, name in failing[1:])
     text = f"{worst} ({count:.0f} batches): {diagnosis.EXPLANATION[worst]}"
@@ -116,12 +118,62 @@ class Window:
         return self._snaps[0]
 
 
-def render(first: Snapshot, old: Snapshot, new: Snapshot, *, title: str) -> str:
+def window_label(old: Snapshot, new: Snapshot) -> str:
+    """The span a reading covers, said out loud: rates and readings are not totals."""
+    return f"last {max(new.at - old.at, 0.0):.0f} s"
+
+
+def wrap(label: str, text: str, width: int) -> list[str]:
+    """``label text`` wrapped at word boundaries, continuation lines indented under the text."""
+    indent = " " * len(label)
+    return textwrap.wrap(
+        text,
+        width=max(width, len(label) + 20),
+        initial_indent=label,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [label.rstrip()]
+
+
+def fit(lines: list[str], width: int) -> list[str]:
+    """Lines no wider than ``width``, broken between words and indented like their first
+    part, so that the terminal never wraps one mid-word (which would also break the
+    in-place redraw's line count)."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(
+            textwrap.wrap(
+                line.strip(),
+                width=max(width, len(indent) + 24),
+                initial_indent=indent,
+                subsequent_indent=indent + "    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return out
+
+
+def clock(elapsed: float, duration: float) -> str:
+    """Elapsed and remaining time; a run without a duration has no remaining time."""
+    text = f"elapsed {elapsed:5.1f} s"
+    if duration:
+        text += f"   remaining {max(duration - elapsed, 0.0):5.1f} s"
+    return text
+
+
+def render(first: Snapshot, old: Snapshot, new: Snapshot, *, title: str, width: int = 100) -> str:
     span = max(new.at - old.at, 1e-9)
     lines = [title, ""]
     lines.append(
         f"  batches/s {(new.get(CLOSED) - old.get(CLOSED)) / span:8.1f}"
         f"    requests/s {(new.get(REQUESTS) - old.get(REQUESTS)) / span:8.1f}"
+        f"    (rates over the {window_label(old, new)})"
     )
     lines.append("")
     lines.append(f"  {'counter':28} {'total':>9} {'per s':>8}")
@@ -135,11 +187,32 @@ def render(first: Snapshot, old: Snapshot, new: Snapshot, *, title: str) -> str:
         quantiles.append(f"p{int(q * 100)} " + ("-" if value is None else f"{value * 1000:.1f} ms"))
     lines.append("  pair latency   " + "   ".join(quantiles))
     lines.append("")
-    lines.append("  batches by diagnosis:")
+    lines.append("  batches by diagnosis (total):")
     for name in diagnosis.ALL:
         count = new.diagnoses.get(name, 0.0)
         if count:
             lines.append(f"    {name:28} {count:7.0f}")
     lines.append("")
-    lines.append("  reading: " + reading(old, new))
+    lines.extend(wrap(f"  reading, {window_label(old, new)}: ", reading(old, new), width))
     return "\n".join(lines)
+
+
+def check_table(
+    first: Snapshot, final: Snapshot, expected: Mapping[str, float], *, marks: tuple[str, str]
+) -> tuple[str, bool]:
+    """Counted against the server's record, one row per counter; True when every row agrees.
+
+    ``marks`` is the pair of symbols for agreeing and disagreeing rows (a terminal that
+    cannot print a check mark gets words).
+    """
+    labels = dict(COUNTERS)
+    good, bad = marks
+    lines = [f"  {'counter':28} {'server wrote':>12} {'counted':>9}"]
+    agree = True
+    for name, want in expected.items():
+        got = final.get(name) - first.get(name)
+        same = got == want
+        agree = agree and same
+        label = labels.get(name, name)
+        lines.append(f"  {label:28} {want:12.0f} {got:9.0f}  {good if same else bad}")
+    return "\n".join(lines), agree
