@@ -10,7 +10,6 @@ the client that called it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
