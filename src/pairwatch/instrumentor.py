@@ -24,18 +24,26 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
-import wrapt
-from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
-    BaseInstrumentor,
-)
-from opentelemetry.instrumentation.utils import unwrap
-
+from pairwatch.api import OPTION_NAMES
 from pairwatch.channel import Options
 from pairwatch.integrations import KNOWN
+from pairwatch.integrations._patch import Patches
+
+try:
+    from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+        BaseInstrumentor,
+    )
+except ModuleNotFoundError as exc:  # the optional extra is absent: say which one to install
+    if not (exc.name or "").startswith("opentelemetry"):
+        raise
+    raise ModuleNotFoundError(
+        "pairwatch.instrumentor.PairwatchInstrumentor needs OpenTelemetry's instrumentation "
+        'package: pip install "pairwatch[instrumentation]" (pairwatch.instrument(client) '
+        "works without it)",
+        name=exc.name,
+    ) from exc
 
 __all__ = ["PairwatchInstrumentor"]
-
-_OPTION_NAMES = frozenset(Options.__dataclass_fields__)
 
 
 def _installed(root: str) -> bool:
@@ -59,9 +67,10 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return ()
 
     def _instrument(self, **kwargs: Any) -> None:
-        settings = {k: v for k, v in kwargs.items() if k in _OPTION_NAMES}
+        settings = {k: v for k, v in kwargs.items() if k in OPTION_NAMES}
         self._options = Options(**settings)
         self._wrapped: list[tuple[type, str]] = []
+        self._patches = Patches()
         with self._lock:
             for known in KNOWN:
                 if not any(_installed(root) for root in known.roots):
@@ -71,7 +80,7 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 if targets is None:
                     continue  # instance-only integrations (web3 websockets, websockets)
                 for cls, method, wrapper in targets(self._current_options):
-                    wrapt.wrap_function_wrapper(cls, method, wrapper)
+                    self._patches.wrap(cls, method, wrapper)
                     self._wrapped.append((cls, method))
 
     def _current_options(self) -> Options:
@@ -79,8 +88,9 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _uninstrument(self, **kwargs: Any) -> None:
         with self._lock:
-            for cls, method in reversed(getattr(self, "_wrapped", [])):
-                unwrap(cls, method)
+            patches = getattr(self, "_patches", None)
+            if patches is not None:
+                patches.uninstall()
             self._wrapped = []
 
     @property

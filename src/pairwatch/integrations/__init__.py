@@ -15,6 +15,9 @@ from typing import Any
 
 from pairwatch.channel import Options
 
+MISSING: Any = object()
+"""The one "no value here" sentinel of the integrations (``None`` can be a real value)."""
+
 
 def hold(obj: object) -> Callable[[], Any]:
     """A reference to an instrumented client that does not keep it alive: a weak reference

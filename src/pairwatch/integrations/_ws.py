@@ -1,4 +1,4 @@
-"""Shared helpers for websocket integrations: instance patches and a frame tap.
+"""Shared by the websocket integrations: a tap on one connection's frames.
 
 Both ``websockets_client`` (a connection the user holds) and ``web3_provider`` (the connection
 web3's WebSocketProvider opens) observe the same thing, the frames of one
@@ -22,39 +22,15 @@ from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-import wrapt
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
+from pairwatch.integrations._patch import Patches
 from pairwatch.pairing import wire
 from pairwatch.pairing.repair import repair
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
-_MISSING: Any = object()
 _TEXT = (str, bytes, bytearray, memoryview)
-
-
-class Patches:
-    """Wrappers placed in one object's ``__dict__``; ``restore`` puts back what was there."""
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-        self._saved: list[tuple[str, object]] = []
-
-    def wrap(self, name: str, wrapper: Wrapper) -> None:
-        original = getattr(self.obj, name)
-        own = vars(self.obj).get(name, _MISSING)
-        object.__setattr__(self.obj, name, wrapt.FunctionWrapper(original, wrapper))
-        self._saved.append((name, own))
-
-    def restore(self) -> None:
-        for name, own in reversed(self._saved):
-            if own is _MISSING:
-                object.__delattr__(self.obj, name)
-            else:
-                object.__setattr__(self.obj, name, own)
-        self._saved.clear()
 
 
 def close_reason(exc: BaseException) -> str:
@@ -83,7 +59,7 @@ class WsTap:
     def __init__(self, conn: object, channel: Channel, *, repair: bool = False) -> None:
         self.conn = conn
         self.channel = channel
-        self.patches = Patches(conn)
+        self.patches = Patches()
         self._batches: OrderedDict[int, list[wire.IdKey | None]] | None = (
             OrderedDict() if repair else None
         )
@@ -95,15 +71,15 @@ class WsTap:
     def install(self) -> WsTap:
         conn = self.conn
         is_async = inspect.iscoroutinefunction(conn.recv)  # type: ignore[attr-defined]
-        self.patches.wrap("send", self._asend if is_async else self._send)
-        self.patches.wrap("recv", self._arecv if is_async else self._recv)
+        self.patches.wrap(conn, "send", self._asend if is_async else self._send)
+        self.patches.wrap(conn, "recv", self._arecv if is_async else self._recv)
         if hasattr(conn, "recv_streaming"):
-            self.patches.wrap("recv_streaming", self._recv_streaming)
-        self.patches.wrap("close", self._aclose if is_async else self._close)
+            self.patches.wrap(conn, "recv_streaming", self._recv_streaming)
+        self.patches.wrap(conn, "close", self._aclose if is_async else self._close, always=True)
         return self
 
     def uninstall(self, reason: str = "closed") -> None:
-        self.patches.restore()
+        self.patches.uninstall()
         self.close(reason)
 
     def close(self, reason: str) -> None:

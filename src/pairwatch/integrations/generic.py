@@ -17,14 +17,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import wrapt
-
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle, hold
+from pairwatch.integrations import MISSING
+from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.pairing import wire
-
-_MISSING = object()
 
 
 def _first_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
@@ -32,45 +29,22 @@ def _first_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
         return args[0]
     if kwargs:
         return next(iter(kwargs.values()))
-    return _MISSING
+    return MISSING
 
 
-class GenericHandle(Handle):
-    """Remembers what was replaced on the instance so uninstall restores it exactly."""
+class GenericHandle(Patches):
+    """The object's patches; uninstall also closes its channel (pending ids go missing)."""
 
-    def __init__(self, obj: object, channel: Channel) -> None:
-        self._obj = hold(obj)  # a handle must not keep its client alive
+    def __init__(self, channel: Channel) -> None:
+        super().__init__()
         self.channel = channel
-        self._saved: list[tuple[str, object]] = []
-
-    def wrap(self, name: str, wrapper: Callable[..., Any]) -> None:
-        original = getattr(self.obj, name)
-        own = vars(self.obj).get(name, _MISSING)
-        setattr(self.obj, name, wrapt.FunctionWrapper(original, wrapper))
-        self._saved.append((name, own))
-
-    @property
-    def obj(self) -> Any:
-        return self._obj()
-
-    def uninstall(self) -> None:
-        obj = self.obj
-        for name, own in reversed(self._saved if obj is not None else []):
-            if own is _MISSING:
-                delattr(obj, name)
-            else:
-                setattr(obj, name, own)
-        self._saved.clear()
-        self.channel.close("closed")
-
-
-Wrapper = Callable[[Callable[..., Any], object, tuple[Any, ...], dict[str, Any]], Any]
+        self.on_uninstall.append(lambda: channel.close("closed"))
 
 
 def _sender(channel: Channel, also_receive: bool) -> tuple[Wrapper, Wrapper]:
     def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         payload = _first_arg(args, kwargs)
-        if payload is _MISSING:
+        if payload is MISSING:
             return False
         parsed = wire.parse(payload)
         if not parsed.messages and not parsed.is_batch:
@@ -89,29 +63,20 @@ def _sender(channel: Channel, also_receive: bool) -> tuple[Wrapper, Wrapper]:
     def sync(
         wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        recorded = _safely(before, args, kwargs)
+        recorded = guard.shielded("generic", before, args, kwargs, fallback=False)
         result = wrapped(*args, **kwargs)
-        _safely(after, recorded, result)
+        guard.shielded("generic", after, recorded, result)
         return result
 
     async def asynchronous(
         wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        recorded = _safely(before, args, kwargs)
+        recorded = guard.shielded("generic", before, args, kwargs, fallback=False)
         result = await wrapped(*args, **kwargs)
-        _safely(after, recorded, result)
+        guard.shielded("generic", after, recorded, result)
         return result
 
     return sync, asynchronous
-
-
-def _safely(fn: Callable[..., Any], *args: Any) -> Any:
-    """Channel calls are already shielded; this guards the glue around them."""
-    try:
-        return fn(*args)
-    except Exception as exc:
-        guard.report("generic", exc, None)
-        return False
 
 
 def install(
@@ -133,15 +98,17 @@ def install(
         if name is not None and not callable(getattr(obj, name, None)):
             raise TypeError(f"{type(obj).__name__} has no method {name!r}")
     channel = Channel(transport=transport, integration=integration, options=options)
-    handle = GenericHandle(obj, channel)
+    handle = GenericHandle(channel)
     if send is not None:
         sync, asynchronous = _sender(channel, also_receive=send == receive)
         is_async = inspect.iscoroutinefunction(getattr(obj, send))
-        handle.wrap(send, asynchronous if is_async else sync)
+        handle.wrap(obj, send, asynchronous if is_async else sync)
     if receive is not None and receive != send:
-        handle.wrap(receive, _receiver(channel, inspect.iscoroutinefunction(getattr(obj, receive))))
+        is_async = inspect.iscoroutinefunction(getattr(obj, receive))
+        handle.wrap(obj, receive, _receiver(channel, is_async))
     if close is not None:
-        handle.wrap(close, _closer(channel, inspect.iscoroutinefunction(getattr(obj, close))))
+        is_async = inspect.iscoroutinefunction(getattr(obj, close))
+        handle.wrap(obj, close, _closer(channel, is_async), always=True)
     return handle
 
 
@@ -156,7 +123,7 @@ def _receiver(channel: Channel, is_async: bool) -> Wrapper:
         ) -> Any:
             result = await wrapped(*args, **kwargs)
             if result is not None:
-                guard.quietly("generic", channel.received, result)
+                guard.shielded("generic", channel.received, result)
             return result
 
         return areceive
@@ -166,7 +133,7 @@ def _receiver(channel: Channel, is_async: bool) -> Wrapper:
     ) -> Any:
         result = wrapped(*args, **kwargs)
         if result is not None:
-            guard.quietly("generic", channel.received, result)
+            guard.shielded("generic", channel.received, result)
         return result
 
     return receive
@@ -184,7 +151,7 @@ def _closer(channel: Channel, is_async: bool) -> Wrapper:
             try:
                 return await wrapped(*args, **kwargs)
             finally:
-                guard.quietly("generic", channel.close, "closed")
+                guard.shielded("generic", channel.close, "closed")
 
         return aclose
 
@@ -194,6 +161,6 @@ def _closer(channel: Channel, is_async: bool) -> Wrapper:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            guard.quietly("generic", channel.close, "closed")
+            guard.shielded("generic", channel.close, "closed")
 
     return close

@@ -50,13 +50,13 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import wrapt
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 from opentelemetry.util.types import AttributeValue
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle, mcp_raw
+from pairwatch.integrations import mcp_raw
+from pairwatch.integrations._patch import Patches
 from pairwatch.pairing.records import Batch, Call
 
 __all__ = ["McpHandle", "install"]
@@ -65,7 +65,6 @@ GRACE = 0.5
 """Seconds the ledger's timeout trails the session's read timeout (the SDK closes first)."""
 
 _MAX_TRACKED = 4096
-_MISSING = object()
 
 SdkKey = int | str
 
@@ -169,36 +168,17 @@ class _Session:
         return attrs
 
 
-class McpHandle(Handle):
+class McpHandle(Patches):
     """Undoes one session's wrappers; the process-wide taps go with the last session."""
 
-    def __init__(self, dispatcher: object, state: _Session) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, state: _Session) -> None:
+        super().__init__()
         self.state = state
-        self._saved: list[tuple[str, object]] = []
-        self._tapped = False
-
-    def wrap(self, name: str, wrapper: Callable[..., Any]) -> None:
-        original = getattr(self.dispatcher, name)
-        own = vars(self.dispatcher).get(name, _MISSING)
-        setattr(self.dispatcher, name, wrapt.FunctionWrapper(original, wrapper))
-        self._saved.append((name, own))
+        self.on_uninstall.append(lambda: state.channel.close("closed"))
 
     def tap(self) -> None:
         mcp_raw.acquire()
-        self._tapped = True
-
-    def uninstall(self) -> None:
-        for name, own in reversed(self._saved):
-            if own is _MISSING:
-                delattr(self.dispatcher, name)
-            else:
-                setattr(self.dispatcher, name, own)
-        self._saved.clear()
-        if self._tapped:
-            self._tapped = False
-            mcp_raw.release()
-        self.state.channel.close("closed")
+        self.on_uninstall.insert(0, mcp_raw.release)
 
 
 def _session_of(obj: object) -> object:
@@ -213,13 +193,6 @@ def _session_of(obj: object) -> object:
             )
         return session
     raise TypeError(f"pairwatch does not know {type(obj).__qualname__} (mcp 2.x ClientSession)")
-
-
-def _guarded(state: _Session, fn: Callable[..., None], *args: Any) -> None:
-    try:
-        fn(*args)
-    except Exception as exc:
-        guard.report("mcp", exc, state.channel.telemetry.internal_error)
 
 
 def install(obj: object, options: Options) -> McpHandle:
@@ -243,12 +216,15 @@ def install(obj: object, options: Options) -> McpHandle:
         options=options,
         span_attributes=state.span_attributes,
     )
-    handle = McpHandle(dispatcher, state)
+    handle = McpHandle(state)
+    count = state.channel.telemetry.internal_error
 
     async def on_write(
         wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        _guarded(state, state.outgoing, args[0] if args else kwargs.get("message"))
+        guard.shielded(
+            "mcp", state.outgoing, args[0] if args else kwargs.get("message"), count=count
+        )
         return await wrapped(*args, **kwargs)
 
     async def on_dispatch(
@@ -256,7 +232,8 @@ def install(obj: object, options: Options) -> McpHandle:
     ) -> Any:
         item = args[0] if args else kwargs.get("item")
         ctx = args[3] if len(args) > 3 else kwargs.get("sender_ctx")
-        _guarded(state, state.incoming, item, ctx if isinstance(ctx, contextvars.Context) else None)
+        sender_ctx = ctx if isinstance(ctx, contextvars.Context) else None
+        guard.shielded("mcp", state.incoming, item, sender_ctx, count=count)
         return await wrapped(*args, **kwargs)
 
     def on_closed(
@@ -265,13 +242,13 @@ def install(obj: object, options: Options) -> McpHandle:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            _guarded(state, state.stream_ended)
+            guard.shielded("mcp", state.stream_ended, count=count)
 
     try:
-        handle.wrap("_write", on_write)
-        handle.wrap("_dispatch", on_dispatch)
+        handle.wrap(dispatcher, "_write", on_write)
+        handle.wrap(dispatcher, "_dispatch", on_dispatch)
         if callable(getattr(dispatcher, "_fan_out_closed", None)):
-            handle.wrap("_fan_out_closed", on_closed)
+            handle.wrap(dispatcher, "_fan_out_closed", on_closed, always=True)
         handle.tap()
     except Exception:
         handle.uninstall()

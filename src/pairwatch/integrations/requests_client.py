@@ -14,17 +14,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pairwatch import guard
-from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of
-from pairwatch.integrations._stream import (
-    Tap,
-    close_quietly,
-    request_payload,
-    send_streamed,
-    start_exchange,
-)
-
-INTEGRATION = "requests"
+from pairwatch.channel import Options
+from pairwatch.integrations._exchange import Exchange, HttpClient, Request, sync_send
+from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._stream import Tap
 
 
 class RawTee:
@@ -134,34 +127,26 @@ class RawTee:
             try:
                 return original(*args, **kwargs)
             finally:
-                guard.quietly("requests_tee", self.tap.dropped)  # a no-op once ended
+                guard.shielded("requests_tee", self.tap.dropped)  # a no-op once ended
 
         return close
 
 
-def _begin(request: Any, options: Options) -> tuple[Channel, bool] | None:
-    try:
-        body = getattr(request, "body", None)
-        payload = request_payload(body)
-        if payload is None:
-            return None
-        channel = start_exchange(payload, options, INTEGRATION, host_of(request.url), body)
-        return channel, payload.is_batch
-    except Exception as exc:
-        guard.report("requests_send", exc, None)
-        return None
+class _Requests(HttpClient):
+    """The prepared request is ``send``'s first argument; the urllib3 response gets a tee."""
 
+    integration = "requests"
+    streams = True
 
-def _attach(response: Any, begun: tuple[Channel, bool]) -> Tap | None:
-    channel, batch_sent = begun
-    try:
+    def request(
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Request | None:
+        prepared = args[0] if args else kwargs.get("request")
+        return Request(getattr(prepared, "body", None), getattr(prepared, "url", None))
+
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
-        tap = Tap(
-            channel,
-            headers.get("content-type"),
-            headers.get("content-encoding"),
-            batch_sent=batch_sent,
-        )
+        tap = exchange.tap(headers.get("content-type"), headers.get("content-encoding"))
         if getattr(response, "_content", False) is not False:
             # A response hook already read the body into ``content``.
             tap.chunk(response.content or b"")
@@ -169,46 +154,22 @@ def _attach(response: Any, begun: tuple[Channel, bool]) -> Tap | None:
             return None
         RawTee(response.raw, tap)
         return tap
-    except Exception as exc:
-        guard.report("requests_attach", exc, channel.telemetry.internal_error)
-        close_quietly(channel, "closed")
-        return None
+
+    def read(self, response: Any) -> None:
+        response.content  # noqa: B018 - what Session.send does for stream=False
 
 
-def session_send(options: Callable[[], Options]) -> Wrapper:
-    """The wrapper for ``Session.send``."""
-
-    def send(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if ACTIVE.get():
-            return wrapped(*args, **kwargs)
-        begun = _begin(args[0] if args else kwargs.get("request"), options())
-        if begun is None:
-            return wrapped(*args, **kwargs)
-        stream = kwargs.get("stream", False)
-        response = send_streamed(wrapped, args, kwargs, begun[0])
-        tap = _attach(response, begun)
-        if not stream:
-            response.content  # noqa: B018 - what Session.send does for stream=False
-        elif tap is not None:
-            tap.abandon_with(response)
-        return response
-
-    return send
-
-
-def install(client: object, options: Options) -> PatchHandle:
+def install(client: object, options: Options) -> Patches:
     import requests
 
     if not isinstance(client, requests.Session):
         raise TypeError(f"pairwatch instruments requests.Session, not {type(client).__qualname__}")
-    handle = PatchHandle(client)
-    handle.wrap("send", session_send(lambda: options))
-    return handle
+    patches = Patches()
+    patches.wrap(client, "send", sync_send(_Requests(), lambda: options))
+    return patches
 
 
 def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
     import requests
 
-    return [(requests.Session, "send", session_send(options))]
+    return [(requests.Session, "send", sync_send(_Requests(), options))]
