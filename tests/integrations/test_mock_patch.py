@@ -105,7 +105,9 @@ def _httpx_reply() -> dict[str, Any]:
 
 
 def _httpx_seen(m: mock.Mock) -> Any:
-    return [(c.args[0].method, str(c.args[0].url), c.args[0].content, c.kwargs) for c in m.mock_calls]
+    return [
+        (c.args[0].method, str(c.args[0].url), c.args[0].content, c.kwargs) for c in m.mock_calls
+    ]
 
 
 async def _httpx_sync_call(client: httpx.Client, url: str) -> Any:
@@ -179,7 +181,9 @@ def _web3(is_async: bool, failing: bool) -> Case:
 
         retry = ExceptionRetryConfiguration(errors=(ConnectionError,), retries=3, backoff_factor=0)
         if is_async:
-            return _opened(lambda: AsyncWeb3(AsyncHTTPProvider(url, exception_retry_configuration=retry)))
+            return _opened(
+                lambda: AsyncWeb3(AsyncHTTPProvider(url, exception_retry_configuration=retry))
+            )
         return _opened(lambda: Web3(HTTPProvider(url, exception_retry_configuration=retry)))
 
     async def call(w3: Any, url: str) -> Any:
