@@ -140,13 +140,16 @@ class Exchange:
 class HttpClient:
     """What one HTTP client library tells the skeleton; subclasses fill in the blanks.
 
-    ``streams``: the library reads a buffered body inside its send, so the skeleton calls it
-    with ``stream=True`` (to tap the body before anyone reads it) and then calls
-    :meth:`read` (or :meth:`aread`) as the library would have.
+    ``stream_flag``: set when the library reads a buffered body inside its send.  The
+    skeleton then sends with ``stream_flag=streaming`` (``stream=True`` for httpx and
+    requests, ``preload_content=False`` for urllib3) so the body can be tapped before anyone
+    reads it, and calls :meth:`read` (or :meth:`aread`) for a caller who did not ask for a
+    stream, as the library would have.
     """
 
     integration = "http"
-    streams = False
+    stream_flag: str | None = None
+    streaming: object = True
 
     def request(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -165,7 +168,7 @@ class HttpClient:
         raise NotImplementedError
 
     def read(self, response: Any) -> None:
-        """Read a buffered body the way the library's own send does (``streams`` only)."""
+        """Read a buffered body the way the library's own send does (``stream_flag`` only)."""
 
     async def aread(self, response: Any) -> None:
         """:meth:`read` for a coroutine send."""
@@ -188,21 +191,24 @@ def _begin(
 
 
 def _sent_kwargs(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {**kwargs, "stream": True} if client.streams else kwargs
+    flag = client.stream_flag
+    return kwargs if flag is None else {**kwargs, flag: client.streaming}
 
 
 def _attach(
     client: HttpClient, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
 ) -> bool:
     """Tap the response; True when the skeleton must then read the body for the caller."""
-    wants_read = client.streams and not kwargs.get("stream", False)
+    flag = client.stream_flag
+    caller_streams = flag is not None and kwargs.get(flag, not client.streaming) == client.streaming
+    wants_read = flag is not None and not caller_streams
     try:
         tap = client.attach(exchange, response, instance, kwargs)
     except Exception as exc:
         guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
         exchange.close("closed")
         return wants_read
-    if client.streams and not wants_read and tap is not None:
+    if caller_streams and tap is not None:
         tap.abandon_with(response)  # a stream the caller may drop before its end
     return wants_read
 

@@ -115,7 +115,7 @@ def _tees(lib_name: str) -> tuple[type, type]:
 class _Httpx(HttpClient):
     """The request is ``send``'s first argument; the response's byte stream gets a tee."""
 
-    streams = True
+    stream_flag = "stream"
 
     def __init__(self, lib_name: str, tee: type) -> None:
         self.integration = lib_name

@@ -136,7 +136,7 @@ class _Requests(HttpClient):
     """The prepared request is ``send``'s first argument; the urllib3 response gets a tee."""
 
     integration = "requests"
-    streams = True
+    stream_flag = "stream"
 
     def request(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
