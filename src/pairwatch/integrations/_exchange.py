@@ -23,6 +23,7 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
+from pairwatch.integrations._calls import Args, Kwargs
 from pairwatch.integrations._patch import Wrapper
 from pairwatch.integrations._stream import Tap
 from pairwatch.pairing import wire
@@ -151,9 +152,7 @@ class HttpClient:
     stream_flag: str | None = None
     streaming: object = True
 
-    def request(
-        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Request | None:
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         """Where the request body and URL are in this call; None when there is no body."""
         raise NotImplementedError
 

@@ -182,21 +182,17 @@ class Tap:
             self._fail("tap_watch", exc)
 
     def chunk(self, data: bytes | bytearray | memoryview) -> None:
-        if self._done or not data:
-            return
-        try:
-            self._take(bytes(data))
-        except Exception as exc:
-            self._fail("tap_chunk", exc)
+        self._feed(data, None)
 
     def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         """A chunk that still carries the response's Content-Encoding."""
-        if self._done or not data:
+        self._feed(data, self._decoder)
+
+    def _feed(self, data: bytes | bytearray | memoryview, decoder: Any) -> None:
+        # decoder False: an encoding pairwatch cannot read; the body closes as missing.
+        if self._done or not data or decoder is False:
             return
         try:
-            decoder = self._decoder
-            if decoder is False:
-                return  # an encoding pairwatch cannot read: the body closes as missing
             self._take(bytes(data) if decoder is None else decoder.decompress(bytes(data)))
         except Exception as exc:
             self._fail("tap_chunk", exc)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Options
+from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, host_of
 from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.integrations._stream import Tap
@@ -143,10 +144,8 @@ class _Aiohttp(HttpClient):
 
     integration = "aiohttp"
 
-    def request(
-        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Request | None:
-        url = args[1] if len(args) > 1 else kwargs.get("str_or_url")
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        url = argument(args, kwargs, 1, "str_or_url")
         if host_of(url) is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)
         if kwargs.get("data") is not None:

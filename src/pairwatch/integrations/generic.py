@@ -14,22 +14,11 @@ The object is one stream channel: responses pair across all of its open batches.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import MISSING
-from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._calls import Args, Around, Kwargs
+from pairwatch.integrations._patch import Patches
 from pairwatch.pairing import wire
-
-
-def _first_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
-    if args:
-        return args[0]
-    if kwargs:
-        return next(iter(kwargs.values()))
-    return MISSING
 
 
 class GenericHandle(Patches):
@@ -41,10 +30,13 @@ class GenericHandle(Patches):
         self.on_uninstall.append(lambda: channel.close("closed"))
 
 
-def _sender(channel: Channel, also_receive: bool) -> tuple[Wrapper, Wrapper]:
-    def before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        payload = _first_arg(args, kwargs)
-        if payload is MISSING:
+def _sender(channel: Channel, also_receive: bool) -> Around:
+    """The argument is what is sent; the result is the reply (``call``-style), or what is
+    sent when the argument was not a payload (``encode``-style)."""
+
+    def before(args: Args, kwargs: Kwargs) -> bool:
+        payload = args[0] if args else next(iter(kwargs.values()), None)
+        if payload is None:
             return False
         parsed = wire.parse(payload)
         if not parsed.messages and not parsed.is_batch:
@@ -52,31 +44,29 @@ def _sender(channel: Channel, also_receive: bool) -> tuple[Wrapper, Wrapper]:
         channel.sent_parsed(parsed, payload)
         return True
 
-    def after(recorded: bool, result: object) -> None:
+    def after(recorded: bool | None, result: object) -> object:
         if result is None:
-            return  # nothing came back (a notification, a timeout): nothing to pair
+            return result  # nothing came back (a notification, a timeout): nothing to pair
         if also_receive:
             channel.received(result)
-        elif not recorded and result is not None:
+        elif not recorded:
             channel.sent(result)
-
-    def sync(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        recorded = guard.shielded("generic", before, args, kwargs, fallback=False)
-        result = wrapped(*args, **kwargs)
-        guard.shielded("generic", after, recorded, result)
         return result
 
-    async def asynchronous(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        recorded = guard.shielded("generic", before, args, kwargs, fallback=False)
-        result = await wrapped(*args, **kwargs)
-        guard.shielded("generic", after, recorded, result)
+    return Around("generic", before=before, after=after)
+
+
+def _receiver(channel: Channel) -> Around:
+    def after(_: None, result: object) -> object:
+        if result is not None:
+            channel.received(result)
         return result
 
-    return sync, asynchronous
+    return Around("generic", after=after)
+
+
+def _closer(channel: Channel) -> Around:
+    return Around("generic", finally_=lambda: channel.close("closed"))
 
 
 def install(
@@ -99,68 +89,13 @@ def install(
             raise TypeError(f"{type(obj).__name__} has no method {name!r}")
     channel = Channel(transport=transport, integration=integration, options=options)
     handle = GenericHandle(channel)
-    if send is not None:
-        sync, asynchronous = _sender(channel, also_receive=send == receive)
-        is_async = inspect.iscoroutinefunction(getattr(obj, send))
-        handle.wrap(obj, send, asynchronous if is_async else sync)
-    if receive is not None and receive != send:
-        is_async = inspect.iscoroutinefunction(getattr(obj, receive))
-        handle.wrap(obj, receive, _receiver(channel, is_async))
-    if close is not None:
-        is_async = inspect.iscoroutinefunction(getattr(obj, close))
-        handle.wrap(obj, close, _closer(channel, is_async), always=True)
+    hooks = [
+        (send, _sender(channel, also_receive=send == receive)),
+        (None if receive == send else receive, _receiver(channel)),
+        (close, _closer(channel)),
+    ]
+    for name, around in hooks:
+        if name is not None:
+            is_async = inspect.iscoroutinefunction(getattr(obj, name))
+            handle.wrap(obj, name, around.wrapper(is_async), always=around.finally_ is not None)
     return handle
-
-
-def _receiver(channel: Channel, is_async: bool) -> Wrapper:
-    if is_async:
-
-        async def areceive(
-            wrapped: Callable[..., Any],
-            instance: object,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-        ) -> Any:
-            result = await wrapped(*args, **kwargs)
-            if result is not None:
-                guard.shielded("generic", channel.received, result)
-            return result
-
-        return areceive
-
-    def receive(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        result = wrapped(*args, **kwargs)
-        if result is not None:
-            guard.shielded("generic", channel.received, result)
-        return result
-
-    return receive
-
-
-def _closer(channel: Channel, is_async: bool) -> Wrapper:
-    if is_async:
-
-        async def aclose(
-            wrapped: Callable[..., Any],
-            instance: object,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-        ) -> Any:
-            try:
-                return await wrapped(*args, **kwargs)
-            finally:
-                guard.shielded("generic", channel.close, "closed")
-
-        return aclose
-
-    def close(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            guard.shielded("generic", channel.close, "closed")
-
-    return close

@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
 from pairwatch.channel import Options
+from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import (
     Exchange,
     HttpClient,
@@ -121,10 +122,8 @@ class _Httpx(HttpClient):
         self.integration = lib_name
         self._tee = tee
 
-    def request(
-        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Request | None:
-        request: Any = args[0] if args else kwargs.get("request")
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        request: Any = argument(args, kwargs, 0, "request")
         try:
             body = request.content  # raises for a streaming request body: not ours
         except Exception:

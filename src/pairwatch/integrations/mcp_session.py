@@ -47,15 +47,14 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 from opentelemetry.util.types import AttributeValue
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import mcp_raw
+from pairwatch.integrations._calls import Args, Around, Kwargs, argument
 from pairwatch.integrations._patch import Patches
 from pairwatch.pairing.records import Batch, Call
 
@@ -219,36 +218,23 @@ def install(obj: object, options: Options) -> McpHandle:
     handle = McpHandle(state)
     count = state.channel.telemetry.internal_error
 
-    async def on_write(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        guard.shielded(
-            "mcp", state.outgoing, args[0] if args else kwargs.get("message"), count=count
-        )
-        return await wrapped(*args, **kwargs)
+    def incoming(args: Args, kwargs: Kwargs) -> None:
+        ctx = argument(args, kwargs, 3, "sender_ctx")
+        item = argument(args, kwargs, 0, "item")
+        state.incoming(item, ctx if isinstance(ctx, contextvars.Context) else None)
 
-    async def on_dispatch(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        item = args[0] if args else kwargs.get("item")
-        ctx = args[3] if len(args) > 3 else kwargs.get("sender_ctx")
-        sender_ctx = ctx if isinstance(ctx, contextvars.Context) else None
-        guard.shielded("mcp", state.incoming, item, sender_ctx, count=count)
-        return await wrapped(*args, **kwargs)
-
-    def on_closed(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            guard.shielded("mcp", state.stream_ended, count=count)
+    on_write = Around(
+        "mcp", count, before=lambda a, k: state.outgoing(argument(a, k, 0, "message"))
+    )
+    on_dispatch = Around("mcp", count, before=incoming)
+    on_closed = Around("mcp", count, finally_=state.stream_ended)
 
     try:
-        handle.wrap(dispatcher, "_write", on_write)
-        handle.wrap(dispatcher, "_dispatch", on_dispatch)
+        handle.wrap(dispatcher, "_write", on_write.wrapper(is_async=True))
+        handle.wrap(dispatcher, "_dispatch", on_dispatch.wrapper(is_async=True))
         if callable(getattr(dispatcher, "_fan_out_closed", None)):
-            handle.wrap(dispatcher, "_fan_out_closed", on_closed, always=True)
+            closed = on_closed.wrapper(is_async=False)
+            handle.wrap(dispatcher, "_fan_out_closed", closed, always=True)
         handle.tap()
     except Exception:
         handle.uninstall()

@@ -15,6 +15,7 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Options
+from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import Exchange, HttpClient, Request, sync_send
 from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.integrations._stream import Tap
@@ -138,10 +139,8 @@ class _Requests(HttpClient):
     integration = "requests"
     stream_flag = "stream"
 
-    def request(
-        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Request | None:
-        prepared = args[0] if args else kwargs.get("request")
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        prepared = argument(args, kwargs, 0, "request")
         return Request(getattr(prepared, "body", None), getattr(prepared, "url", None))
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:

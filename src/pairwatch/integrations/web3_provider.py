@@ -35,6 +35,7 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle, hold
+from pairwatch.integrations._calls import Args, Around, Kwargs, argument
 from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, sync_send
 from pairwatch.integrations._patch import Patches
 from pairwatch.integrations._stream import Tap
@@ -124,13 +125,11 @@ class _Web3Http(HttpClient):
 
     integration = "web3"
 
-    def request(
-        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Request | None:
-        data = args[1] if len(args) > 1 else kwargs.get("data")
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        data = argument(args, kwargs, 1, "data")
         if not isinstance(data, (bytes, bytearray, memoryview, str)):
             return None
-        return Request(data, args[0] if args else kwargs.get("endpoint_uri"))
+        return Request(data, argument(args, kwargs, 0, "endpoint_uri"))
 
     def payload(self, request: Request) -> wire.Payload | None:
         # No sniff: web3 only ever posts JSON-RPC, and an empty batch ``[]`` (web3.py #3518)
@@ -181,30 +180,23 @@ def _install_http(handle: Web3Handle, provider: Any, options: Options, is_async:
 
 # ---------------------------------------------------------------------- WebSocket
 def _install_ws(handle: Web3Handle, provider: Any, options: Options) -> None:
-    def tap_current() -> None:
+    def tap_current(_: None = None, result: Any = None) -> Any:
         handle.retap(getattr(provider, "_ws", None), options)
-
-    async def connect(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        result = await wrapped(*args, **kwargs)
-        guard.shielded("web3_ws_connect", tap_current)
         return result
 
-    async def disconnect(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            guard.shielded("web3_ws_disconnect", handle.retap, None, None)
-
-    async def cache_raw_response(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    def cache_raw_response(args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
         # web3's listener was already inside the original recv when the tap went in: the
         # message it returns never passed the tap, so record (and repair) it here, decoded.
         tap = handle.tap
         if tap is not None and args and not tap.take_seen():
             args = (tap.decoded(args[0]), *args[1:])
-        return await wrapped(*args, **kwargs)
+        return args, kwargs
 
-    handle.wrap(provider, "_provider_specific_connect", connect, always=True)
-    handle.wrap(provider, "_provider_specific_disconnect", disconnect, always=True)
+    connect = Around("web3_ws_connect", after=tap_current)
+    disconnect = Around("web3_ws_disconnect", finally_=lambda: handle.retap(None, None))
+    handle.wrap(provider, "_provider_specific_connect", connect.wrapper(True), always=True)
+    handle.wrap(provider, "_provider_specific_disconnect", disconnect.wrapper(True), always=True)
     if getattr(provider, "_ws", None) is not None:
         guard.shielded("web3_ws_connect", tap_current)  # already connected: tap it now
-        handle.wrap(provider._request_processor, "cache_raw_response", cache_raw_response)
+        cache = Around("web3_ws_received", swap=cache_raw_response).wrapper(True)
+        handle.wrap(provider._request_processor, "cache_raw_response", cache)
