@@ -3,9 +3,14 @@
 An OpenTelemetry ``BaseInstrumentor``, registered under the ``opentelemetry_instrumentor``
 entry point, so ``opentelemetry-instrument python app.py`` turns it on with the other
 instrumentations.  It wraps the client classes' send methods (``httpx.Client.send``,
-``requests.Session.send``, ``aiohttp.ClientSession._request``...) with wrapt, for each library
-that is installed; a library that is absent is skipped, never imported.  ``uninstrument()``
-puts the original methods back.
+``requests.Session.send``, ``aiohttp.ClientSession._request``...) through the integrations'
+one patcher (:class:`pairwatch.integrations._patch.Patches`), for each library that is
+installed; a library that is absent is skipped, never imported.  ``uninstrument()`` puts the
+original methods back.  Calls inside OpenTelemetry's ``suppress_instrumentation`` context,
+and calls to a method a test replaced with a mock, pass straight through.
+
+``opentelemetry-instrumentation`` is an optional extra: without it, importing this module
+raises a ``ModuleNotFoundError`` that names ``pairwatch[instrumentation]``.
 
 ``instrumentation_dependencies()`` is empty on purpose: the libraries are alternatives, and
 BaseInstrumentor refuses to instrument when any listed dependency is missing.

@@ -15,6 +15,7 @@ import types
 import pairwatch
 from pairwatch.integrations._patch import Patches
 
+
 def batch(*ids: int) -> str:
     return json.dumps([{"jsonrpc": "2.0", "id": i, "method": "m"} for i in ids])
 
