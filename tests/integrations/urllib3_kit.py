@@ -5,8 +5,8 @@ are in a ``urlopen`` call, how urllib3 is told to leave the body unread
 (``preload_content=False``), how to tap the response, and how urllib3 reads a buffered body.
 The skeleton does the rest: JSON-RPC sniffing, the bound channel, nested-call pass-through
 (urllib3 follows redirects by calling ``urlopen`` again), ``send_failed`` on exceptions,
-shielding, suppression and mocks.  The tee is requests' (a requests response wraps a urllib3
-one), so urllib3 needs no tee of its own.
+shielding, suppression and mocks.  The response tee is the one requests uses (a requests
+response wraps a urllib3 one), shared in ``_urllib3``, so this needs no tee of its own.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pairwatch.integrations import Integration, register
 from pairwatch.integrations._exchange import Exchange, HttpClient, Request, sync_send
 from pairwatch.integrations._patch import Patches
 from pairwatch.integrations._stream import Tap
-from pairwatch.integrations.requests_client import RawTee
+from pairwatch.integrations._urllib3 import RawTee
 
 
 class Urllib3(HttpClient):
