@@ -81,7 +81,12 @@ async def _opened(make: Callable[[], Any]) -> AsyncIterator[Any]:
     try:
         yield client
     finally:
-        closing = getattr(client, "aclose", None) or getattr(client, "close", None)
+        provider = getattr(client, "provider", None)  # web3: the provider owns the session
+        closing = (
+            getattr(client, "aclose", None)
+            or getattr(client, "close", None)
+            or getattr(provider, "disconnect", None)
+        )
         if closing is not None and asyncio.iscoroutine(result := closing()):
             await result
 
@@ -93,7 +98,12 @@ async def opened(make: Callable[[], Any]) -> AsyncIterator[Any]:
     try:
         yield client
     finally:
-        closing = getattr(client, "aclose", None) or getattr(client, "close", None)
+        provider = getattr(client, "provider", None)  # web3: the provider owns the session
+        closing = (
+            getattr(client, "aclose", None)
+            or getattr(client, "close", None)
+            or getattr(provider, "disconnect", None)
+        )
         if closing is not None and asyncio.iscoroutine(result := closing()):
             await result
 
