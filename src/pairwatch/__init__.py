@@ -16,6 +16,14 @@ To let Prometheus scrape the metrics from this process::
     metrics = pairwatch.serve_metrics(port=9464)         # http://127.0.0.1:9464/metrics
     pairwatch.instrument(client, meter_provider=metrics.meter_provider)
 
+To stop observing at run time (a kill switch for an incident, or a benchmark)::
+
+    pairwatch.disable()      # every wrapper passes straight through; nothing is counted
+    pairwatch.enable()
+
+Settings also come from the environment (``PAIRWATCH_TIMEOUT``, ``PAIRWATCH_SPANS``...,
+see :mod:`pairwatch.config`); arguments given in code win.
+
 For clients no integration covers, feed a channel by hand::
 
     channel = pairwatch.open_channel(transport="websocket")
@@ -26,20 +34,28 @@ For clients no integration covers, feed a channel by hand::
 
 from __future__ import annotations
 
+from pairwatch import config as _config
 from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
 from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
 from pairwatch.pairing import diagnosis
+from pairwatch.switch import disable, enable, is_enabled
+
+if _config.starts_disabled():  # PAIRWATCH_ENABLED=false, or OTEL_SDK_DISABLED=true
+    disable()
 
 __all__ = [
     "Channel",
     "Options",
     "__version__",
     "diagnosis",
+    "disable",
+    "enable",
     "flush",
     "instrument",
+    "is_enabled",
     "is_instrumented",
     "open_channel",
     "serve_metrics",

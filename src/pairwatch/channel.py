@@ -18,7 +18,7 @@ from typing import Any, Final
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
-from pairwatch import guard, sweeper
+from pairwatch import guard, sweeper, switch
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
@@ -216,8 +216,8 @@ class Channel:
     """
 
     __slots__ = (
-        "__weakref__", "_capture", "_closed", "_labels", "_parse", "_sink", "ledger", "options",
-        "telemetry",
+        "__weakref__", "_bound", "_capture", "_closed", "_labels", "_parse", "_sink", "ledger",
+        "options", "telemetry",
     )  # fmt: skip
 
     def __init__(
@@ -241,6 +241,7 @@ class Channel:
         self._sink = _Sink(
             self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture
         )
+        self._bound = bound
         self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
         self._parse = wire.parse
         self._closed = False
@@ -249,6 +250,8 @@ class Channel:
 
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
+        if not switch.on:  # pairwatch.disable(): nothing is recorded
+            return None
         try:
             parsed = self._parse(payload, wire.Kind.REQUEST)
         except Exception as exc:
@@ -259,6 +262,8 @@ class Channel:
     def sent_parsed(self, payload: wire.Payload, raw: object = None) -> Batch | None:
         """Like :meth:`sent` for integrations that already classified the payload; ``raw``
         (the payload as sent) is only read when payload capture is on."""
+        if not switch.on:  # pairwatch.disable(): nothing is recorded
+            return None
         try:
             ctx = otel_context.get_current() if self.telemetry.spans else None
             if self._capture is not None and raw is not None:
@@ -270,6 +275,8 @@ class Channel:
 
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
+        if not switch.on:
+            return
         try:
             parsed = self._parse(payload, wire.Kind.RESULT)
         except Exception as exc:
@@ -278,6 +285,8 @@ class Channel:
         self.received_parsed(parsed, payload)
 
     def received_parsed(self, payload: wire.Payload, raw: object = None) -> None:
+        if not switch.on:
+            return
         try:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)  # before pairing: pairing may close the batch
@@ -314,6 +323,17 @@ class Channel:
             self.ledger.close_batch(batch, reason)
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
+
+    def after_fork(self) -> None:
+        """In a forked child: drop the books inherited from the parent, unrecorded.
+
+        The parent sent those requests and pairs and counts them; counting them again here
+        (as missing, at the child's timeout) would count each once per worker.  The new
+        books also come with a lock no parent thread can be holding.
+        """
+        self.ledger = Ledger(
+            self._sink, clock=self.options.clock, limits=self.options.limits(), bound=self._bound
+        )
 
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""
