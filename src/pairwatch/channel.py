@@ -325,12 +325,8 @@ class Channel:
             guard.report("close", exc, self.telemetry.internal_error)
 
     def after_fork(self) -> None:
-        """In a forked child: drop the books inherited from the parent, unrecorded.
-
-        The parent sent those requests and pairs and counts them; counting them again here
-        (as missing, at the child's timeout) would count each once per worker.  The new
-        books also come with a lock no parent thread can be holding.
-        """
+        """In a forked child: drop the inherited books unrecorded (the parent counts those
+        requests; the child would count each again as missing) and their lock with them."""
         self.ledger = Ledger(
             self._sink, clock=self.options.clock, limits=self.options.limits(), bound=self._bound
         )
