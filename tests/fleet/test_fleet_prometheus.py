@@ -1,14 +1,21 @@
 """A fleet on an existing engine: four worker processes of one app, one real Prometheus.
 
-Each worker (tests/fleet/worker.py) serves its own ``/metrics`` with
-``pairwatch.serve_metrics`` on a port of its own and runs a seeded chaos workload whose
-injection record (the chaos server's own count of what it bent) it reports.  Prometheus
-scrapes all four as one job and evaluates the repository's recording rules.  The test takes
+Each worker (tests/fleet/worker.py) runs a seeded chaos workload whose injection record (the
+chaos server's own count of what it bent) it reports, and gets its numbers to Prometheus by
+one of the two fleet routes:
+
+* ``scrape``: its own ``/metrics`` (``pairwatch.serve_metrics``) on a port of its own;
+  Prometheus scrapes all four as one job (series told apart by ``instance``);
+* ``push``: remote write (``pairwatch.otel.remote_write`` around OpenTelemetry's
+  remote-write exporter) into Prometheus started with ``--web.enable-remote-write-receiver``
+  (series told apart by the ``service_instance_id`` resource label).
+
+Prometheus evaluates the repository's recording rules either way.  The test takes
 three real expressions from dashboards/rules/pairwatch-recording.yaml and shows that they
 sum exactly across the processes: what the queries return equals the sum of injected faults.
 
-Worker 0 is restarted half-way on the same port, as a supervisor restarts a dead worker:
-its counters start again at 0.  Two readings are checked:
+Worker 0 is restarted half-way with the same identity (port, or instance id), as a
+supervisor restarts a dead worker: its counters start again at 0.  Two readings are checked:
 
 * the rule's aggregation over the current counters (``rate(M[5m])`` read as ``M``) sums the
   live processes: the first life of worker 0 is gone from it;
@@ -55,16 +62,19 @@ COUNTERS = {
 
 @dataclass
 class Worker:
+    route: str
     port: int
     seed: int
     log: Path
+    push_url: str = ""
     process: subprocess.Popen[bytes] = field(init=False)
 
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+        where = str(self.port) if self.route == "scrape" else self.push_url
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, str(WORKER), str(self.port), str(self.seed), str(BATCHES)],
+                [sys.executable, str(WORKER), self.route, where, str(self.seed), str(BATCHES)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, bufsize=0,
             )  # fmt: skip
         assert self.line() == "ready", self.log.read_text()
@@ -95,7 +105,18 @@ class Worker:
                 self.process.wait(10)
 
     @property
-    def instance(self) -> str:
+    def label(self) -> str:
+        """The label that tells this worker's series apart on its route."""
+        return "instance" if self.route == "scrape" else "service_instance_id"
+
+    @property
+    def selector(self) -> str:
+        if self.route == "scrape":
+            return f'instance="127.0.0.1:{self.port}"'
+        return f'service_instance_id="worker-{self.seed % 100}"'
+
+    @property
+    def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
 
@@ -134,19 +155,62 @@ def prometheus_bin() -> str:
     return path
 
 
-@pytest.fixture
-def fleet(tmp_path: Path, prometheus_bin: str) -> Iterator[tuple[list[Worker], PrometheusServer]]:
+def start_receiver(prometheus_bin: str, workdir: Path) -> PrometheusServer:
+    """Prometheus with no scrape jobs, taking remote writes, evaluating the rules."""
+    port = free_port()
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        json.dumps({"global": {"evaluation_interval": "1s"}, "rule_files": [str(RULES)]}),
+        encoding="utf-8",
+    )
+    log = workdir / "prometheus.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [prometheus_bin, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--web.enable-remote-write-receiver"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    server = PrometheusServer(f"http://127.0.0.1:{port}", process, log)
+
+    def ready() -> bool:
+        try:
+            return bool(api_get(server.base_url, "/api/v1/status/buildinfo")["status"] == "success")
+        except OSError:
+            return process.poll() is not None
+
+    if not wait_for(ready, bool, TIMEOUT) or process.poll() is not None:
+        server.stop()
+        raise RuntimeError(f"prometheus did not start: {log.read_text(errors='replace')[-2000:]}")
+    return server
+
+
+@pytest.fixture(params=["scrape", "push"])
+def fleet(
+    request: pytest.FixtureRequest, tmp_path: Path, prometheus_bin: str
+) -> Iterator[tuple[list[Worker], PrometheusServer]]:
+    route = request.param
     need("httpx", "pip install 'pairwatch[httpx]'")
+    if route == "push":
+        need(
+            "opentelemetry.exporter.prometheus_remote_write",
+            "pip install opentelemetry-exporter-prometheus-remote-write",
+        )
     workers = [
-        Worker(free_port(), seed, tmp_path / f"worker-{seed}.log") for seed in range(WORKERS)
+        Worker(route, free_port(), seed, tmp_path / f"worker-{seed}.log") for seed in range(WORKERS)
     ]
     prom: PrometheusServer | None = None
     try:
+        if route == "push":
+            prom = start_receiver(prometheus_bin, tmp_path)
+            for worker in workers:
+                worker.push_url = f"{prom.base_url}/api/v1/write"
         for worker in workers:
             worker.start()
-        prom = start_prometheus(
-            prometheus_bin, tmp_path, {"app": [w.instance for w in workers]}, rule_files=[RULES]
-        )
+        if route == "scrape":
+            prom = start_prometheus(
+                prometheus_bin, tmp_path, {"app": [w.target for w in workers]}, rule_files=[RULES]
+            )
+        assert prom is not None
         yield workers, prom
     finally:
         for worker in workers:
@@ -159,7 +223,7 @@ def fleet(tmp_path: Path, prometheus_bin: str) -> Iterator[tuple[list[Worker], P
 def scraped(prom: PrometheusServer, worker: Worker, expected: dict[str, float]) -> bool:
     """Whether Prometheus's latest samples of ``worker`` read ``expected`` (counter -> value)."""
     for name, value in expected.items():
-        found = query(prom, f'{name}{{instance="{worker.instance}"}}')
+        found = query(prom, f"{name}{{{worker.selector}}}")
         if not found or sum(float(r["value"][1]) for r in found) != value:
             return False  # not scraped yet (an absent series is not a 0)
     return True
@@ -170,6 +234,7 @@ def moved(record: dict[str, int]) -> dict[str, float]:
 
 
 def test_four_workers_sum_exactly_in_prometheus_across_a_restart(fleet):
+    """Both routes: the rules' sums equal the injected faults, across a restart."""
     workers, prom = fleet
     started = time.time()
     rules = rule_expressions()
@@ -203,15 +268,16 @@ def test_four_workers_sum_exactly_in_prometheus_across_a_restart(fleet):
         # 2. The rule over increase(): every life, the restart counted as a reset.
         summed = 0.0
         for worker in workers:
-            at = total(prom, f'max(timestamp({name}{{instance="{worker.instance}"}}))')
+            at = total(prom, f"max(timestamp({name}{{{worker.selector}}}))")
             one = expr.replace(
-                f"rate({name}[5m])",
-                f'increase({name}{{instance="{worker.instance}"}}[{window}] @ {at})',
+                f"rate({name}[5m])", f"increase({name}{{{worker.selector}}}[{window}] @ {at})"
             )
             summed += total(prom, one)
         assert summed == sum(r[k] for r in every_life for k in kinds), (name, every_life)
         resets = query(prom, f"resets({name}[{window}]) > 0")
-        assert [r["metric"]["instance"] for r in resets] == [workers[0].instance]
+        assert [r["metric"][workers[0].label] for r in resets] == [
+            workers[0].selector.split('"')[1]
+        ]
     # The recording rules themselves run in Prometheus over the whole fleet.
     recorded = "job_transport_server_method:batch_missing_response:rate5m"
     assert wait_for(lambda: total(prom, recorded), lambda v: v > 0, TIMEOUT) > 0

@@ -38,7 +38,7 @@ from prometheus_client.registry import Collector
 
 from pairwatch.otel.vocabulary import label_name, prometheus_name
 
-__all__ = ["PrometheusReader", "prometheus_name", "serve"]
+__all__ = ["PrometheusReader", "prometheus_name", "serve", "translate"]
 
 
 def _labels(attributes: Any) -> dict[str, str]:
@@ -74,12 +74,14 @@ class PrometheusReader(MetricReader):
         for resource_metrics in data.resource_metrics:
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
-                    yield from _translate(
+                    yield from translate(
                         metric.name, metric.unit or "", metric.description or "", metric.data
                     )
 
 
-def _translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
+def translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
+    """One OpenTelemetry metric as Prometheus families (the names and samples a scrape
+    shows); also what :mod:`pairwatch.otel.remote_write` pushes, so both routes agree."""
     base = prometheus_name(name, unit)
     if isinstance(data, Sum):
         kind = "counter" if data.is_monotonic else "gauge"
