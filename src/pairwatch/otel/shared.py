@@ -39,7 +39,10 @@ class TelemetryCache:
     def __init__(self, cap: int = TELEMETRY_CAP) -> None:
         self.cap = cap
         self._entries: OrderedDict[Key, Telemetry] = OrderedDict()
-        self._lock = threading.Lock()
+        # Re-entrant: building a Telemetry under the lock allocates, a garbage collection
+        # there may finalize a dead provider, and its _forget takes this lock on the same
+        # thread (with a plain Lock that thread waited on itself for ever).
+        self._lock = threading.RLock()
 
     def get(
         self,
@@ -71,6 +74,10 @@ class TelemetryCache:
     def _forget(self, key: Key) -> None:
         with self._lock:
             self._entries.pop(key, None)
+
+    def entries(self) -> list[Telemetry]:
+        """The cached instances, for :mod:`pairwatch.forks` (their limiters' locks)."""
+        return list(self._entries.values())
 
     def __len__(self) -> int:
         return len(self._entries)
