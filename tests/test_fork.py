@@ -176,23 +176,32 @@ def test_a_multiprocessing_pool_counts_exactly_per_child(otel, instrumentor):
     assert otel.counters() == parent_before  # the children's traffic is theirs alone
 
 
-def test_a_lock_held_by_another_thread_at_fork_is_not_inherited_held(otel):
-    """A thread of the parent sits inside the process-wide id budget's lock while another
-    thread forks: the child gets a fresh lock, so its first batch does not hang."""
+def test_locks_held_by_another_thread_at_fork_are_not_inherited_held(otel):
+    """A thread of the parent sits inside every process-wide pairwatch lock (the id budget,
+    the shared telemetry cache, the method and label limiters, the rate-limited log) while
+    the main thread forks: the child gets fresh ones, so its first batches, with a new
+    method name and a diagnosis to log, do not hang.  (The drain and sweeper locks are
+    instead held across fork() by their own hooks, so they are never held by another
+    thread at that instant.)"""
+    import contextlib
     import signal
     import threading
 
-    from pairwatch.pairing.limits import process_budget
+    from pairwatch import forks, sweeper
 
     client = pairwatch.instrument(
-        ToyClient(server()), meter_provider=otel.meter_provider, send="call", receive="call"
+        ToyClient(server("drop")), meter_provider=otel.meter_provider, send="call", receive="call"
     )
-    client.call(dumps([req(1)]))
+    client.call(dumps([req(1), req(2)]))
     baseline = otel.counters()
+    held = forks.shared_objects()
+    assert len(held) >= 6  # cache, log, budget, and a telemetry's three limiters
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with process_budget()._lock:
+        with contextlib.ExitStack() as stack:
+            for obj in held:
+                stack.enter_context(obj._lock)
             holding.set()
             release.wait(30)
 
@@ -203,7 +212,9 @@ def test_a_lock_held_by_another_thread_at_fork_is_not_inherited_held(otel):
 
         def child() -> dict[str, Any]:
             signal.alarm(20)  # a deadlock ends the child with SIGALRM, failing the test
-            client.call(dumps([req(2), req(3)]))
+            client.call(dumps([req(3, "fresh_method"), req(4, "other_method")]))
+            client.call(dumps([req(5), req(6)]))
+            pairwatch.uninstrument(client)
             pairwatch.flush()
             return {"delta": minus(otel.counters(), baseline)}
 
@@ -211,7 +222,14 @@ def test_a_lock_held_by_another_thread_at_fork_is_not_inherited_held(otel):
     finally:
         release.set()
         holder.join(10)
-    assert out["delta"] == {"batch.closed": 1, "batch.requests": 2}
+    # The parent's open batch (id 2 pending) is not the child's: only its own two batches.
+    assert out["delta"] == {
+        "batch.closed": 2,
+        "batch.requests": 4,
+        "batch.missing_response": 2,
+        "batch.response_count_mismatch": 2,
+    }
+    assert sweeper.SWEEPER._thread is not None
 
 
 class _FileSpans:

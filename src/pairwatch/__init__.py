@@ -35,6 +35,7 @@ For clients no integration covers, feed a channel by hand::
 from __future__ import annotations
 
 from pairwatch import config as _config
+from pairwatch import forks as _forks  # noqa: F401 - registers the fork hooks
 from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel

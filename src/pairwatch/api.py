@@ -8,6 +8,7 @@ can wrap an expression: ``client = pairwatch.instrument(httpx.Client())``.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import warnings
 import weakref
@@ -27,6 +28,17 @@ _handles: dict[int, tuple[Ref, Handle]] = {}
 """id(client) -> (a reference to the client, its handle).  Weak where the client allows it,
 so instrumenting never keeps a client alive; an entry goes when its client is collected."""
 _lock = threading.RLock()  # re-entrant: a weakref callback may run inside a locked section
+_lock_box = [_lock]  # what weakref callbacks hold, so a forked child's new lock reaches them
+
+
+def _renew_lock_in_child() -> None:
+    # A thread of the parent may have been inside instrument() when another forked.
+    global _lock
+    _lock = _lock_box[0] = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock_in_child)
 
 
 def _reference(client: object) -> Ref:
@@ -39,11 +51,11 @@ def _reference(client: object) -> Ref:
     fails, since an exception there could only be printed to stderr at exit.
     """
     key = id(client)
-    handles, lock, shielded = _handles, _lock, guard.shielded
+    handles, box, shielded = _handles, _lock_box, guard.shielded
 
     def forget(ref: object) -> None:
         try:
-            with lock:
+            with box[0]:
                 entry = handles.get(key)
                 if entry is None or entry[0] is not ref:
                     return

@@ -80,6 +80,11 @@ class Options:
 _telemetry: Final = TelemetryCache()
 
 
+def telemetry_cache() -> TelemetryCache:
+    """The process's one cache (for :mod:`pairwatch.forks`, which renews its locks)."""
+    return _telemetry
+
+
 def telemetry_for(options: Options) -> Telemetry:
     """One set of instruments per provider pair, shared by every channel that uses it (a
     method cap per channel would be no cap), and forgotten with its providers."""

@@ -5,9 +5,9 @@ expire, which keeps it free of the channel's imports and the channel module one 
 
 It is also the registry of the process's long-lived channels, which is what a forked child
 needs: after ``fork()`` the child's channels drop the books they inherited (those requests
-were sent by the parent, which pairs and counts them), the process-wide pending-id budget
-starts empty, locks are new, and the sweeper thread (which did not survive the fork) starts
-again with the child's first watched channel.
+were sent by the parent, which pairs and counts them), the sweeper's lock is new, and its
+thread (which did not survive the fork) starts again.  The process-wide locks and the
+pending-id budget are :mod:`pairwatch.forks`'s job.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ import threading
 import time
 import weakref
 from typing import Protocol
-
-from pairwatch.pairing.limits import process_budget
 
 __all__ = ["SWEEPER", "watch"]
 
@@ -81,9 +79,6 @@ class _Sweeper:
         self._lock = threading.Lock()
         self._thread = None
         channels = list(self._channels)
-        budget = process_budget()
-        budget._lock = threading.Lock()
-        budget._used = 0
         for channel in channels:
             channel.after_fork()
         if channels:
