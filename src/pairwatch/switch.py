@@ -5,9 +5,12 @@ check must be one attribute read, and both the integrations' patcher and the cha
 reach it without importing each other (or the configuration code that sets it at start-up).
 
 While off, wrappers call the client's original method straight through and the channel
-records nothing, so the client pays one flag check per call and no counter moves.  What was
-in flight when the switch flipped is handled by the channel: a batch sent while off is not
-in the books, so its reply is not looked at either.
+records nothing, so the client pays one flag check per call and no counter moves.  Batches
+in flight when the switch flips: one sent while off is not in the books, so its reply is
+not looked at either; one sent while on whose reply arrives while off (a websocket or stdio
+stream; an HTTP exchange is decided once, at its send) still closes (at its stream's end,
+close or timeout) and counts its unread replies as missing.  Flip the switch between
+traffic, not in the middle of it, for exact books.
 """
 
 from __future__ import annotations
