@@ -180,7 +180,7 @@ def _increase_at_target(metric: str, extra: str = "") -> str:
     return f"sum(increase({metric}{{{matchers}}}[{WINDOW}]))"
 
 
-def _percent(share: float) -> str:
+def percent(share: float) -> str:
     text = f"{share * 100:.2f}".rstrip("0").rstrip(".")
     return f"{text}%"
 
@@ -212,7 +212,7 @@ def diagnosis_rule(alert: DiagnosisAlert) -> Rule:
     description = (
         f'{{{{ $value | printf "%.0f" }}}} of {closed} batches closed in the last {WINDOW} '
         f"({share}) were diagnosed {alert.diagnosis} {_where()}: {alert.meaning}. Pages at "
-        f"{alert.min_batches} batches and {_percent(alert.min_share)} of batches, held for "
+        f"{alert.min_batches} batches and {percent(alert.min_share)} of batches, held for "
         f"{alert.for_}."
     )
     return Rule(
@@ -245,7 +245,7 @@ def missing_rule() -> Rule:
     description = (
         f'{{{{ $value | printf "%.0f" }}}} of {sent} requests sent in the last {WINDOW} '
         f"({share}) got no response before their batch closed {_where()}: those callers got "
-        f"nothing back. Pages at {MISSING_MIN_COUNT} missing and {_percent(MISSING_MIN_SHARE)} "
+        f"nothing back. Pages at {MISSING_MIN_COUNT} missing and {percent(MISSING_MIN_SHARE)} "
         f"of requests, held for {FOR_BY_SEVERITY['critical']}; the close reason and the "
         "diagnosis panels say why."
     )
@@ -274,7 +274,7 @@ def mismatch_rule() -> Rule:
         f'{{{{ $value | printf "%.0f" }}}} of {total} batches closed in the last {WINDOW} got '
         f"a number of non-null-id responses different from the requests they sent {_where()}. "
         "pairwatch still pairs by id; a client that pairs by position hands out wrong results "
-        f"here. Info only (at {MISMATCH_MIN_COUNT} batches and {_percent(MISMATCH_MIN_SHARE)}, "
+        f"here. Info only (at {MISMATCH_MIN_COUNT} batches and {percent(MISMATCH_MIN_SHARE)}, "
         f"held for {FOR_BY_SEVERITY['info']}); silenced while a diagnosis alert names the cause."
     )
     return Rule(
