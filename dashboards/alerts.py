@@ -39,6 +39,7 @@ BY_LABELS = ("job", "pairwatch_transport", "server_address", "pairwatch_side")
 BY = ", ".join(BY_LABELS)
 LIVE = 'pairwatch_integration!="audit"'
 
+TARGET_SUMMARY = "({{ $labels.job }}, {{ $labels.pairwatch_transport }})"
 FOR_BY_SEVERITY = {"critical": "5m", "warning": "15m", "info": "30m"}
 
 
@@ -167,7 +168,15 @@ def _template_query(expr: str, fmt: str) -> str:
     """A Go-template snippet that runs `expr` (with %q placeholders for the target labels)
     and prints its first value with `fmt`: the annotations quote the evidence this way."""
     labels = " ".join(f"$labels.{label}" for label in BY_LABELS)
-    return "{{ with printf `" + expr + "` " + labels + " | query }}{{ . | first | value | " + fmt + " }}{{ end }}"
+    return (
+        "{{ with printf `"
+        + expr
+        + "` "
+        + labels
+        + " | query }}{{ . | first | value | "
+        + fmt
+        + " }}{{ end }}"
+    )
 
 
 def _increase(metric: str, extra: str = "") -> str:
@@ -187,7 +196,7 @@ def percent(share: float) -> str:
 
 def _where() -> str:
     return (
-        '(job {{ $labels.job }}, transport {{ $labels.pairwatch_transport }}, server '
+        "(job {{ $labels.job }}, transport {{ $labels.pairwatch_transport }}, server "
         '"{{ $labels.server_address }}"{{ with $labels.pairwatch_side }}, counted on the {{ . }} '
         "side{{ end }})"
     )
@@ -220,7 +229,7 @@ def diagnosis_rule(alert: DiagnosisAlert) -> Rule:
         expr=expr,
         for_=alert.for_,
         severity=alert.severity,
-        summary=alert.summary + " ({{ $labels.job }}, {{ $labels.pairwatch_transport }})",
+        summary=f"{alert.summary} {TARGET_SUMMARY}",
         description=description,
         runbook_anchor=alert.name.lower(),
         comment=f"Evidence: batch_closed_total{{{diag}}}.",
@@ -254,7 +263,7 @@ def missing_rule() -> Rule:
         expr=expr,
         for_=FOR_BY_SEVERITY["critical"],
         severity="critical",
-        summary="JSON-RPC requests get no response ({{ $labels.job }}, {{ $labels.pairwatch_transport }})",
+        summary="JSON-RPC requests get no response " + TARGET_SUMMARY,
         description=description,
         runbook_anchor="pairwatchmissingresponses",
         comment="Impact, whatever the cause: requests still pending when their batch closed.",
@@ -282,7 +291,7 @@ def mismatch_rule() -> Rule:
         expr=expr,
         for_=FOR_BY_SEVERITY["info"],
         severity="info",
-        summary="JSON-RPC batches answered with the wrong number of responses ({{ $labels.job }}, {{ $labels.pairwatch_transport }})",
+        summary="JSON-RPC batches answered with the wrong number of responses " + TARGET_SUMMARY,
         description=description,
         runbook_anchor="pairwatchresponsecountmismatch",
         comment="Folded in: the inhibit rules silence it while another pairwatch alert fires.",

@@ -93,7 +93,9 @@ def variables() -> list[dash_b.DatasourceVariable | dash_b.QueryVariable]:
         label_variable(
             "server",
             "Server",
-            "label_values(batch_closed_total{" + TARGET_SEL + ', pairwatch_transport=~"$transport"}, '
+            "label_values(batch_closed_total{"
+            + TARGET_SEL
+            + ', pairwatch_transport=~"$transport"}, '
             "server_address)",
         ),
         label_variable(

@@ -211,8 +211,7 @@ def diagnosis_totals(panel_id: int, runbook: str) -> stat_b.Panel:
         .targets(
             [
                 query(
-                    "sum by (pairwatch_diagnosis) "
-                    f"(increase(batch_closed_total{sel()}[$__range]))",
+                    f"sum by (pairwatch_diagnosis) (increase(batch_closed_total{sel()}[$__range]))",
                     "{{pairwatch_diagnosis}}",
                     "A",
                     instant=True,
@@ -244,27 +243,31 @@ def diagnosis_totals(panel_id: int, runbook: str) -> stat_b.Panel:
 
 
 def missing_share(panel_id: int, runbook: str) -> ts_b.Panel:
-    return timeseries(
-        panel_id,
-        "Missing responses: share of requests",
-        "Requests still pending when their batch closed, over requests sent, per job / "
-        "transport / server / side (the alert's grouping). The dashed line is "
-        f"PairwatchMissingResponses' {alerts.percent(alerts.MISSING_MIN_SHARE)}; the alert "
-        f"also needs {alerts.MISSING_MIN_COUNT} missing in {alerts.WINDOW}, so a quiet job "
-        "above the line with a handful of timeouts does not page.",
-        [
-            query(
-                f"sum by ({BY}) ({R_MISSING}{sel()}) / sum by ({BY}) ({R_REQUESTS}{sel()})",
-                TARGET_LEGEND,
-                "A",
-            )
-        ],
-        unit="percentunit",
-        width=8,
-        runbook=runbook,
-        anchor="pairwatchmissingresponses",
-    ).thresholds(threshold_lines((alerts.MISSING_MIN_SHARE, "red"))).thresholds_style(
-        common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED)
+    return (
+        timeseries(
+            panel_id,
+            "Missing responses: share of requests",
+            "Requests still pending when their batch closed, over requests sent, per job / "
+            "transport / server / side (the alert's grouping). The dashed line is "
+            f"PairwatchMissingResponses' {alerts.percent(alerts.MISSING_MIN_SHARE)}; the alert "
+            f"also needs {alerts.MISSING_MIN_COUNT} missing in {alerts.WINDOW}, so a quiet job "
+            "above the line with a handful of timeouts does not page.",
+            [
+                query(
+                    f"sum by ({BY}) ({R_MISSING}{sel()}) / sum by ({BY}) ({R_REQUESTS}{sel()})",
+                    TARGET_LEGEND,
+                    "A",
+                )
+            ],
+            unit="percentunit",
+            width=8,
+            runbook=runbook,
+            anchor="pairwatchmissingresponses",
+        )
+        .thresholds(threshold_lines((alerts.MISSING_MIN_SHARE, "red")))
+        .thresholds_style(
+            common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED)
+        )
     )
 
 
@@ -362,25 +365,29 @@ def batches_per_second(panel_id: int, runbook: str) -> ts_b.Panel:
 
 
 def count_mismatch(panel_id: int, runbook: str) -> ts_b.Panel:
-    return timeseries(
-        panel_id,
-        "Response count mismatch: share of batches",
-        "Batches whose count of non-null-id responses differs from the requests sent, over "
-        "batches closed. A client pairing by position returns wrong results for these. The "
-        f"line is the info alert's {alerts.percent(alerts.MISMATCH_MIN_SHARE)}.",
-        [
-            query(
-                f"sum by ({BY}) ({R_MISMATCH}{sel()}) / sum by ({BY}) ({R_CLOSED}{sel()})",
-                TARGET_LEGEND,
-                "A",
-            )
-        ],
-        unit="percentunit",
-        width=8,
-        runbook=runbook,
-        anchor="pairwatchresponsecountmismatch",
-    ).thresholds(threshold_lines((alerts.MISMATCH_MIN_SHARE, "blue"))).thresholds_style(
-        common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED)
+    return (
+        timeseries(
+            panel_id,
+            "Response count mismatch: share of batches",
+            "Batches whose count of non-null-id responses differs from the requests sent, over "
+            "batches closed. A client pairing by position returns wrong results for these. The "
+            f"line is the info alert's {alerts.percent(alerts.MISMATCH_MIN_SHARE)}.",
+            [
+                query(
+                    f"sum by ({BY}) ({R_MISMATCH}{sel()}) / sum by ({BY}) ({R_CLOSED}{sel()})",
+                    TARGET_LEGEND,
+                    "A",
+                )
+            ],
+            unit="percentunit",
+            width=8,
+            runbook=runbook,
+            anchor="pairwatchresponsecountmismatch",
+        )
+        .thresholds(threshold_lines((alerts.MISMATCH_MIN_SHARE, "blue")))
+        .thresholds_style(
+            common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED)
+        )
     )
 
 
@@ -441,7 +448,7 @@ def batch_size_percentiles(panel_id: int, runbook: str) -> ts_b.Panel:
     return timeseries(
         panel_id,
         "Batch size p50 / p95 / p99 (at most N elements)",
-        "The upper boundary of the histogram bucket holding each quantile: \"p50 = 8\" "
+        'The upper boundary of the histogram bucket holding each quantile: "p50 = 8" '
         "means half of the batches had at most 8 elements. Not interpolated, so batches that "
         "are always 8 read 8 (with power-of-two buckets), not 7.5.",
         [
@@ -548,8 +555,7 @@ def violations(panel_id: int, runbook: str) -> ts_b.Panel:
     return timeseries(
         panel_id,
         "Protocol violations per second",
-        "Replies to batches that expected none (notification-only batches answered), and "
-        "similar.",
+        "Replies to batches that expected none (notification-only batches answered), and similar.",
         [
             query(
                 "sum by (pairwatch_reason) "

@@ -72,7 +72,10 @@ def thresholds() -> list[Threshold]:
             _minutes(alerts.FOR_BY_SEVERITY["critical"]),
             alerts.MISSING_MIN_COUNT,
             alerts.MISSING_MIN_SHARE,
-            ("batch_missing_response_total", 'rpc_method="eth_call", pairwatch_close_reason="timeout"'),
+            (
+                "batch_missing_response_total",
+                'rpc_method="eth_call", pairwatch_close_reason="timeout"',
+            ),
             ("batch_requests_total", ""),
         )
     )
