@@ -35,11 +35,12 @@ from typing import Any
 
 import alerts
 import panels
+import panels_traffic
 import rule_tests
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as dash_m
-from panels import DATASOURCE
+from panel_kit import DATASOURCE
 from promql import SEL, TARGET_SEL
 
 HERE = Path(__file__).resolve().parent
@@ -152,20 +153,20 @@ def build_dashboard(runbook: str = DEFAULT_RUNBOOK_URL) -> dash_m.Dashboard:
         .with_panel(panels.missing_by_close_reason(7, runbook))
         .with_panel(panels.closed_by_close_reason(8, runbook))
         .with_row(row(9, "Batches"))
-        .with_panel(panels.batches_per_second(10, runbook))
-        .with_panel(panels.count_mismatch(11, runbook))
-        .with_panel(panels.out_of_order_share(12, runbook))
-        .with_panel(panels.batch_size_heatmap(13, runbook))
-        .with_panel(panels.batch_size_percentiles(14, runbook))
+        .with_panel(panels_traffic.batches_per_second(10, runbook))
+        .with_panel(panels_traffic.count_mismatch(11, runbook))
+        .with_panel(panels_traffic.out_of_order_share(12, runbook))
+        .with_panel(panels_traffic.batch_size_heatmap(13, runbook))
+        .with_panel(panels_traffic.batch_size_percentiles(14, runbook))
         .with_row(row(15, "Latency, late replies and missing responses by method"))
-        .with_panel(panels.pair_latency(16, runbook))
-        .with_panel(panels.response_lateness(17, runbook))
-        .with_panel(panels.missing_by_method(18, runbook))
+        .with_panel(panels_traffic.pair_latency(16, runbook))
+        .with_panel(panels_traffic.response_lateness(17, runbook))
+        .with_panel(panels_traffic.missing_by_method(18, runbook))
         .with_row(row(19, "Id hygiene, protocol and pairwatch itself"))
-        .with_panel(panels.duplicate_ids(20, runbook))
-        .with_panel(panels.invalid_responses(21, runbook))
-        .with_panel(panels.violations(22, runbook))
-        .with_panel(panels.internal_errors(23, runbook))
+        .with_panel(panels_traffic.duplicate_ids(20, runbook))
+        .with_panel(panels_traffic.invalid_responses(21, runbook))
+        .with_panel(panels_traffic.violations(22, runbook))
+        .with_panel(panels_traffic.internal_errors(23, runbook))
     )
     return board.build()
 

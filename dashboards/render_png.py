@@ -25,29 +25,18 @@ Needs matplotlib (the `dashboards` extra); talks to Prometheus with the standard
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import signal
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from queries import (
-    DASHBOARD,
-    PanelQuery,
-    iter_panels,
-    legend_text,
-    load_dashboard,
-    panel_queries,
-    substitute,
-)
+from queries import DASHBOARD, iter_panels, load_dashboard, panel_queries
+from render_data import fetch_alerts, fetch_panel
 
 # Panel ids from dashboards/generate.py, in drawing order (two per row).
 MAIN_PANELS: tuple[int, ...] = (2, 4, 6, 7, 10, 11, 14, 16)
@@ -86,52 +75,6 @@ def parse_duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise ValueError(f"not a duration: {text!r}")
     return sum(int(n) * _SECONDS[u] for n, u in parts)
-
-
-@dataclass(frozen=True)
-class Series:
-    name: str
-    times: list[datetime]
-    values: list[float]
-
-
-def query_range(
-    base_url: str, expr: str, start: float, end: float, step: float, timeout: float = 10.0
-) -> list[dict[str, Any]]:
-    params = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
-    url = f"{base_url.rstrip('/')}/api/v1/query_range?{params}"
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        body = json.load(response)
-    if body.get("status") != "success":
-        raise RuntimeError(f"query failed: {expr}: {body}")
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
-
-
-def fetch_panel(
-    base_url: str,
-    queries: Sequence[PanelQuery],
-    start: float,
-    end: float,
-    step: float,
-    values: Mapping[str, str],
-) -> list[Series]:
-    series: list[Series] = []
-    range_values = {"__range": f"{int(end - start)}s", **values}
-    for query in queries:
-        expr = substitute(query.expr, range_values)
-        for item in query_range(base_url, expr, start, end, step):
-            labels: dict[str, str] = item["metric"]
-            name = legend_text(query.legend, labels) or json.dumps(labels, sort_keys=True)
-            points = [(float(t), float(v)) for t, v in item["values"]]
-            series.append(
-                Series(
-                    name=name,
-                    times=[datetime.fromtimestamp(t, tz=timezone.utc) for t, _ in points],
-                    values=[v for _, v in points],
-                )
-            )
-    return series
 
 
 def override_colors(panel: Mapping[str, Any]) -> list[tuple[re.Pattern[str], str]]:
@@ -175,53 +118,6 @@ def threshold_lines(panel: Mapping[str, Any]) -> list[tuple[float, str]]:
         for s in steps
         if s.get("value") is not None
     ]
-
-
-@dataclass
-class AlertSpans:
-    """Where pairwatch alerts were active during the rendered range."""
-
-    spans: list[tuple[str, datetime, datetime]]  # (state, from, to)
-    active_at_end: list[str]
-
-
-def fetch_alerts(
-    base_url: str, dashboard: Mapping[str, Any], start: float, end: float, step: float
-) -> AlertSpans:
-    """The dashboard's alert annotation query (firing), widened to pending too, as spans."""
-    exprs = [
-        str(a["expr"])
-        for a in dashboard.get("annotations", {}).get("list", [])
-        if str(a.get("expr", "")).startswith("ALERTS{")
-    ]
-    spans: list[tuple[str, datetime, datetime]] = []
-    active: set[str] = set()
-    for expr in exprs:
-        wide = substitute(expr.replace('alertstate="firing", ', ""))
-        for item in query_range(base_url, wide, start, end, step):
-            labels = item["metric"]
-            times = [float(t) for t, _ in item["values"]]
-            if not times:
-                continue
-            run_start = previous = times[0]
-            for t in [*times[1:], None]:
-                if t is None or t - previous > step * 1.5:
-                    spans.append(
-                        (
-                            labels.get("alertstate", "firing"),
-                            datetime.fromtimestamp(run_start, tz=timezone.utc),
-                            datetime.fromtimestamp(previous + step, tz=timezone.utc),
-                        )
-                    )
-                    if t is not None:
-                        run_start = t
-                if t is not None:
-                    previous = t
-            if end - times[-1] <= step * 1.5:
-                active.add(
-                    f"{labels.get('alertname')} {labels.get('alertstate')} ({labels.get('job')})"
-                )
-    return AlertSpans(spans, sorted(active))
 
 
 def render(
@@ -305,7 +201,7 @@ def render(
             ax.axhline(value, color=color, linestyle="--", linewidth=1.2, alpha=0.8)
         for state, span_start, span_end in alert_spans.spans:
             shade, alpha = ALERT_SHADES.get(state, ALERT_SHADES["firing"])
-            ax.axvspan(span_start, span_end, color=shade, alpha=alpha, linewidth=0)  # type: ignore[arg-type]
+            ax.axvspan(span_start, span_end, color=shade, alpha=alpha, linewidth=0)
         ax.set_title(str(panel.get("title", "")), fontsize=12, fontweight="bold")
         ax.grid(True, alpha=0.3)
         # Headroom above the highest line keeps the legend (upper left) off the data.
