@@ -20,6 +20,7 @@ RULE_FILES = [RULES_DIR / "pairwatch-recording.yaml", RULES_DIR / "pairwatch-ale
 RULE_TESTS = sorted((RULES_DIR / "tests").glob("*.yaml"))
 RUNBOOK = REPO_ROOT / "dashboards" / "runbook.md"
 INHIBIT = RULES_DIR / "alertmanager-inhibit.yaml"
+README = REPO_ROOT / "dashboards" / "README.md"
 RUNBOOK_BASE = "dashboards/runbook.md#"
 TARGET_LABELS = ["job", "pairwatch_transport", "server_address", "pairwatch_side"]
 
@@ -218,6 +219,19 @@ def test_runbook_states_every_threshold(yaml_module: Any) -> None:
         assert f"{share} " in head, f"{name}: share {share} not stated"
         assert f"`for: {for_}`" in head, f"{name}: for {for_} not stated"
         assert f"in {alerts.WINDOW}" in head, name
+        # The summary tables of the runbook and of dashboards/README.md say the same.
+        (row,) = re.findall(rf"^\| {name} \|.*$", text, re.M)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == severity, row
+        assert cells[3].startswith(f"{count} "), row
+        assert cells[4].startswith(f"{share} "), row
+        assert cells[5] == for_, row
+        (row,) = re.findall(rf"^\| {name} \|.*$", README.read_text(encoding="utf-8"), re.M)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == severity, row
+        assert f">= {count} " in cells[2], row
+        assert f">= {share} " in cells[2], row
+        assert cells[3] == for_, row
 
 
 def test_runbook_names_only_labels_the_rules_keep() -> None:
