@@ -164,18 +164,20 @@ def _target_matchers() -> str:
     return ", ".join(f"{label}=%[{i}]q" for i, label in enumerate(BY_LABELS, start=1))
 
 
-def _template_query(expr: str, fmt: str) -> str:
+def _template_query(expr: str, fmt: str, *, show: str = "") -> str:
     """A Go-template snippet that runs `expr` (with %q placeholders for the target labels)
-    and prints its first value with `fmt`: the annotations quote the evidence this way."""
+    and prints its first value with `fmt`, or with `show` set, the template text `show`
+    (`.` is then the first sample): the annotations quote the evidence this way."""
     labels = " ".join(f"$labels.{label}" for label in BY_LABELS)
+    body = show or "{{ value . | " + fmt + " }}"
     return (
         "{{ with printf `"
         + expr
         + "` "
         + labels
-        + " | query }}{{ . | first | value | "
-        + fmt
-        + " }}{{ end }}"
+        + " | query }}{{ with first . }}"
+        + body
+        + "{{ end }}{{ end }}"
     )
 
 
@@ -251,12 +253,25 @@ def missing_rule() -> Rule:
         + _increase_at_target("batch_requests_total"),
         "humanizePercentage",
     )
+    by_reason = (
+        "topk(1, sum by (pairwatch_close_reason) (increase(batch_missing_response_total{"
+        + _target_matchers()
+        + ", "
+        + LIVE
+        + f"}}[{WINDOW}])))"
+    )
+    reason = _template_query(
+        by_reason,
+        "",
+        show='; largest close reason: {{ label "pairwatch_close_reason" . }} '
+        '({{ value . | printf "%.0f" }})',
+    )
     description = (
         f'{{{{ $value | printf "%.0f" }}}} of {sent} requests sent in the last {WINDOW} '
-        f"({share}) got no response before their batch closed {_where()}: those callers got "
-        f"nothing back. Pages at {MISSING_MIN_COUNT} missing and {percent(MISSING_MIN_SHARE)} "
-        f"of requests, held for {FOR_BY_SEVERITY['critical']}; the close reason and the "
-        "diagnosis panels say why."
+        f"({share}) got no response before their batch closed {_where()}{reason}. Those "
+        f"callers got nothing back. Pages at {MISSING_MIN_COUNT} missing and "
+        f"{percent(MISSING_MIN_SHARE)} of requests, held for {FOR_BY_SEVERITY['critical']}; "
+        "the close-reason and diagnosis panels say more."
     )
     return Rule(
         name="PairwatchMissingResponses",
