@@ -66,44 +66,50 @@ def fetch_panel(
 class AlertSpans:
     """Where pairwatch alerts were active during the rendered range."""
 
-    spans: list[tuple[str, datetime, datetime]]  # (state, from, to)
+    spans: dict[str, list[tuple[datetime, datetime]]]  # state -> merged (from, to)
     active_at_end: list[str]
+
+
+def merge(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping or touching (from, to) intervals joined, in time order."""
+    merged: list[tuple[float, float]] = []
+    for begin, finish in sorted(spans):
+        if merged and begin <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], finish))
+        else:
+            merged.append((begin, finish))
+    return merged
 
 
 def fetch_alerts(
     base_url: str, dashboard: Mapping[str, Any], start: float, end: float, step: float
 ) -> AlertSpans:
-    """The dashboard's alert annotation query (firing), widened to pending too, as spans."""
+    """The dashboard's alert annotation query (firing), widened to pending too: per state,
+    the times any pairwatch alert was in it, and the alerts still active at `end`."""
     exprs = [
         str(a["expr"])
         for a in dashboard.get("annotations", {}).get("list", [])
         if str(a.get("expr", "")).startswith("ALERTS{")
     ]
-    spans: list[tuple[str, datetime, datetime]] = []
+    raw: dict[str, list[tuple[float, float]]] = {}
     active: set[str] = set()
     for expr in exprs:
         wide = substitute(expr.replace('alertstate="firing", ', ""))
         for item in query_range(base_url, wide, start, end, step):
             labels = item["metric"]
+            state = str(labels.get("alertstate", "firing"))
             times = [float(t) for t, _ in item["values"]]
-            if not times:
-                continue
-            run_start = previous = times[0]
-            for t in [*times[1:], None]:
-                if t is None or t - previous > step * 1.5:
-                    spans.append(
-                        (
-                            labels.get("alertstate", "firing"),
-                            datetime.fromtimestamp(run_start, tz=timezone.utc),
-                            datetime.fromtimestamp(previous + step, tz=timezone.utc),
-                        )
-                    )
-                    if t is not None:
-                        run_start = t
-                if t is not None:
-                    previous = t
-            if end - times[-1] <= step * 1.5:
-                active.add(
-                    f"{labels.get('alertname')} {labels.get('alertstate')} ({labels.get('job')})"
-                )
+            raw.setdefault(state, []).extend((t, t + step) for t in times)
+            if times and end - times[-1] <= step * 1.5:
+                active.add(f"{labels.get('alertname')} {state} ({labels.get('job')})")
+    spans = {
+        state: [
+            (
+                datetime.fromtimestamp(begin, tz=timezone.utc),
+                datetime.fromtimestamp(finish, tz=timezone.utc),
+            )
+            for begin, finish in merge(found)
+        ]
+        for state, found in raw.items()
+    }
     return AlertSpans(spans, sorted(active))

@@ -11,9 +11,9 @@ DURATION of that run, so the picture shows no warm-up ramp:
 
     python dashboards/render_png.py --from-demo 6m --output docs/dashboard.png
 
-Alert state is drawn as the dashboard shows it: the panels' threshold lines dashed, and the
-time ranges where a pairwatch alert was firing (pending) shaded red (yellow), with the
-alerts active at the end listed under the title.
+Alert state is drawn as the dashboard shows it: the panels' threshold lines dashed, a strip
+along the top of each panel red while any pairwatch alert was firing (yellow while only
+pending), and the alerts active at the end listed under the title.
 
 A picture of what the panels show for readers without a Grafana. Each panel's queries are
 taken from dashboards/pairwatch.json (so the picture shows the dashboard's real queries),
@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import sys
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -52,7 +53,7 @@ COLORS = {
     "yellow": "goldenrod",
     "blue": "royalblue",
 }
-ALERT_SHADES = {"firing": ("red", 0.10), "pending": ("gold", 0.12)}
+ALERT_SHADES = {"pending": "gold", "firing": "red"}  # drawn in this order: firing on top
 
 # y-axis label per Grafana unit; the panel's unit says what is counted per second.
 UNIT_LABELS = {
@@ -154,15 +155,18 @@ def render(
     alert_spans = fetch_alerts(base_url, dashboard, start, end, step)
     columns = 2
     rows = (len(panel_ids) + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows + 0.6), squeeze=False)
+    active = "; ".join(alert_spans.active_at_end) or "none"
     fig.suptitle(
         f"{dashboard.get('title', 'pairwatch')}: main panels of dashboards/pairwatch.json\n"
         f"{datetime.fromtimestamp(start, tz=timezone.utc):%Y-%m-%d %H:%M:%S} to "
         f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {source or base_url}\n"
-        "alerts active at the end: "
-        + (", ".join(alert_spans.active_at_end) or "none")
-        + " (shaded: red firing, yellow pending; dashed: alert thresholds)",
-        fontsize=13,
+        + textwrap.fill(
+            f"alerts active at the end: {active}. Top strip: red = an alert firing, yellow = "
+            "pending; dashed lines: alert thresholds.",
+            width=150,
+        ),
+        fontsize=12,
     )
     for index, panel_id in enumerate(panel_ids):
         ax = axes[index // columns][index % columns]
@@ -199,9 +203,9 @@ def render(
             )
         for value, color in threshold_lines(panel):
             ax.axhline(value, color=color, linestyle="--", linewidth=1.2, alpha=0.8)
-        for state, span_start, span_end in alert_spans.spans:
-            shade, alpha = ALERT_SHADES.get(state, ALERT_SHADES["firing"])
-            ax.axvspan(span_start, span_end, color=shade, alpha=alpha, linewidth=0)
+        for state, color in ALERT_SHADES.items():
+            for span_start, span_end in alert_spans.spans.get(state, []):
+                ax.axvspan(span_start, span_end, ymin=0.96, ymax=1.0, color=color, linewidth=0)
         ax.set_title(str(panel.get("title", "")), fontsize=12, fontweight="bold")
         ax.grid(True, alpha=0.3)
         # Headroom above the highest line keeps the legend (upper left) off the data.
@@ -226,7 +230,7 @@ def render(
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     for index in range(len(panel_ids), rows * columns):
         axes[index // columns][index % columns].set_visible(False)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output, dpi=90)
     plt.close(fig)
