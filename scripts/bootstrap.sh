@@ -1,23 +1,73 @@
 #!/usr/bin/env bash
-# Set up everything pairwatch's demo and tests need, without root: a virtualenv with every
-# extra in .venv, and the npm packages the tests start (anvil, MCP servers) in
-# tests/servers/node_modules.  Re-running is cheap: work is redone only when pyproject.toml or
-# tests/servers/package*.json changed.  Sourced by scripts/test.sh and scripts/demo.sh.
+# Set up what one job needs, without root, in the virtualenv .venv:
+#   bash scripts/bootstrap.sh demo   the demo's dependencies only (pairwatch's own and its demo
+#                                    extra: httpx, requests); no npm, no dashboard tooling, and
+#                                    no build of pairwatch itself: scripts/demo.sh runs it from
+#                                    src/.  Seconds on a fresh machine.
+#   bash scripts/bootstrap.sh dev    (the default) pairwatch installed editable with every extra,
+#                                    plus the npm packages the tests start (anvil, MCP servers)
+#                                    in tests/servers/node_modules
+# Sourced by scripts/demo.sh (demo) and scripts/test.sh (dev); PAIRWATCH_EXTRAS overrides.
+# Each set keeps its own stamp in .venv, so running the demo never makes the next test run
+# reinstall, and work is redone only when pyproject.toml (or, for dev, the npm manifests)
+# changed.  A dev install contains the demo's extras, so it satisfies the demo too.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 python="${PAIRWATCH_PYTHON:-python3}"
-extras=dev
+extras="${PAIRWATCH_EXTRAS:-${1:-dev}}"
+quiet=(-q --disable-pip-version-check)
 
-stamp_of() { cat pyproject.toml tests/servers/package*.json 2>/dev/null | sha256sum | cut -c1-16; echo "$extras"; }
-want="$(stamp_of)"
-have="$(cat .venv/.pairwatch-stamp 2>/dev/null || true)"
-if [ ! -x .venv/bin/python ] || [ "$want" != "$have" ]; then
-  echo "bootstrap: installing pairwatch[$extras] into .venv" >&2
+stamp_of() {  # what an install of extras $1 depends on
+  if [ "$1" = dev ]; then
+    cat pyproject.toml tests/servers/package*.json 2>/dev/null | sha256sum | cut -c1-16
+  else
+    sha256sum < pyproject.toml | cut -c1-16
+  fi
+}
+current() { [ "$(cat ".venv/.pairwatch-stamp.$1" 2>/dev/null || true)" = "$(stamp_of "$1")" ]; }
+ensure_pip() {  # a venv made for the demo has none
+  .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip >/dev/null
+}
+no_location_warnings() { grep -v "^WARNING: Location" >&2 || true; }
+
+# The requirements of pairwatch and the given extras (self-references such as
+# "pairwatch[httpx,requests]" expanded), read from pyproject.toml; fails without tomllib
+# (Python < 3.11), and the caller then installs the package instead.
+requirements() {
+  "$python" - "$@" <<'PY'
+import re, sys, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = project["optional-dependencies"]
+def expand(names):
+    for name in names:
+        for req in extras[name]:
+            own = re.fullmatch(r"pairwatch\[(.*)\]", req.strip())
+            yield from expand(own.group(1).split(",")) if own else [req]
+print("\n".join([*project["dependencies"], *expand(sys.argv[1:])]))
+PY
+}
+
+install_demo() {
+  # No pip inside the venv and no build backend: the outer pip installs the requirements
+  # into it (pip >= 22.3 has --python); otherwise the venv gets its own pip.
+  local reqs=".venv/requirements-$extras.txt"
+  [ -x .venv/bin/python ] || "$python" -m venv --without-pip .venv
+  if requirements "$extras" > "$reqs" 2>/dev/null &&
+    "$python" -m pip "${quiet[@]}" --python .venv/bin/python install -r "$reqs" \
+      2> >(no_location_warnings); then
+    return
+  fi
+  ensure_pip
+  .venv/bin/python -m pip install "${quiet[@]}" -e ".[$extras]" 2> >(no_location_warnings)
+}
+
+install_dev() {
   [ -x .venv/bin/python ] || "$python" -m venv .venv
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2> >(grep -v "^WARNING: Location" >&2)
-  if [ -f tests/servers/package.json ] && [ "$extras" = dev ]; then
+  ensure_pip
+  .venv/bin/python -m pip install "${quiet[@]}" --upgrade pip >/dev/null 2> >(no_location_warnings)
+  .venv/bin/python -m pip install "${quiet[@]}" -e ".[$extras]" 2> >(no_location_warnings)
+  if [ -f tests/servers/package.json ]; then
     echo "bootstrap: installing npm packages into tests/servers/node_modules" >&2
     if [ -f tests/servers/package-lock.json ]; then
       npm ci --prefix tests/servers --no-audit --no-fund --loglevel=error
@@ -25,5 +75,10 @@ if [ ! -x .venv/bin/python ] || [ "$want" != "$have" ]; then
       npm install --prefix tests/servers --no-audit --no-fund --loglevel=error
     fi
   fi
-  echo "$want" > .venv/.pairwatch-stamp
+}
+
+if [ ! -x .venv/bin/python ] || ! { current "$extras" || { [ "$extras" = demo ] && current dev; }; }; then
+  echo "bootstrap: installing pairwatch[$extras]'s requirements into .venv" >&2
+  if [ "$extras" = dev ]; then install_dev; else install_demo; fi
+  stamp_of "$extras" > ".venv/.pairwatch-stamp.$extras"
 fi

@@ -3,7 +3,7 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k pairing -x`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/bootstrap.sh
+source scripts/bootstrap.sh dev
 echo "== ruff" >&2
 .venv/bin/ruff check .
 echo "== mypy --strict src/" >&2

@@ -28,6 +28,10 @@ PAIRING_COUNTERS = (
 """Counters that stay at zero when nothing goes wrong: tests name the ones that moved."""
 
 
+def _moved(point: Any) -> bool:
+    return bool(point.count if isinstance(point, HistogramDataPoint) else point.value)
+
+
 class FakeClock:
     """A monotonic clock the test moves by hand."""
 
@@ -82,17 +86,20 @@ class Otel:
             total += p.sum
         return count, total
 
-    def attrs(self, name: str) -> list[dict[str, Any]]:
-        return [a for n, a, _ in self.collect() if n == name]
+    def attrs(self, name: str, *, zeros: bool = False) -> list[dict[str, Any]]:
+        """The attribute sets that recorded something; ``zeros=True`` adds the series that
+        pairwatch exports at 0 from the first batch on an attribute set."""
+        return [a for n, a, p in self.collect() if n == name and (zeros or _moved(p))]
 
     def spans(self) -> list[ReadableSpan]:
         pairwatch.flush()  # spans are made off the caller's path; metrics flush on collect
         return list(self.exporter.get_finished_spans())
 
-    def counters(self) -> dict[str, int]:
-        """Every counter's total, for comparing whole books in one assertion."""
+    def counters(self, *, zeros: bool = False) -> dict[str, int]:
+        """Every counter's total, for comparing whole books in one assertion: the counters
+        that moved, or with ``zeros=True`` also those exported at 0 (see docs/metrics.md)."""
         out: dict[str, int] = {}
         for n, _, p in self.collect():
             if not isinstance(p, HistogramDataPoint):
                 out[n] = out.get(n, 0) + p.value
-        return out
+        return out if zeros else {n: v for n, v in out.items() if v}

@@ -33,7 +33,7 @@ def test_hook_sees_every_closed_batch_with_its_books(otel, clock):
     channel.close("body_end")
     assert len(seen) == 1
     batch = seen[0]
-    assert batch.diagnosis == "duplicate_ids_suspected"
+    assert batch.diagnosis == "server_id_echo_fault"  # no id was sent twice
     assert batch.close_reason == "body_end"
     assert [c.key for c in batch.calls if c.outcome == "missing"] == [2]
     assert batch.unknown_keys == [7]

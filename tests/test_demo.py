@@ -1,7 +1,9 @@
-"""`pairwatch demo`, the README's main job: counters move, the page passes promtool."""
+"""`pairwatch demo`, the README's main job: counters move, the page passes promtool, and the
+summary's counters equal what the chaos server wrote, row by row, on every run."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -9,6 +11,7 @@ import sys
 import time
 import urllib.request
 
+import pytest
 from components import require
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -61,4 +64,66 @@ def test_demo_moves_the_counters_and_serves_a_clean_page():
         out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0, out
     assert "pairwatch demo summary" in out
-    assert "injected by the server" in out
+    rows = check_rows(out)
+    assert all(want == got for _, want, got, _ in rows), rows
+    assert "every counter agrees." in out
+
+
+ROW = re.compile(r"^  (?P<label>[a-z -]+?) +(?P<want>\d+) +(?P<got>\d+)  (?P<mark>\S+)$")
+LABELS = {
+    "batches closed", "requests sent", "unknown-id responses", "missing responses",
+    "null-id responses", "count-mismatch batches", "out-of-order batches",
+    "duplicate ids sent", "invalid responses", "protocol violations",
+}
+
+
+def check_rows(out: str) -> list[tuple[str, int, int, str]]:
+    """The summary's table: (counter, what the server wrote, what pairwatch counted, mark)."""
+    table = out.split("against what the server wrote (its own record):", 1)[1]
+    rows = []
+    for line in table.splitlines():
+        found = ROW.match(line)
+        if found:
+            rows.append((found["label"], int(found["want"]), int(found["got"]), found["mark"]))
+    assert {label for label, *_ in rows} == LABELS, out
+    return rows
+
+
+# Fault mixes whose effects overlap inside one reply (a duplicated element then nulled, a
+# reorder of a reply with a dropped element), stream cuts, garbage bodies, one object for a
+# batch, batches of one; each with the client's own duplicate-id bug.
+MIXES = [
+    ("default", [], 8, 1),
+    ("overlapping", ["--faults", "drop=0.5,duplicate=0.5,null_id=0.5,wrong_id=0.3,"
+                     "id_type=0.3,reorder:mode=shuffle=0.5,bad_version=0.3"], 3, 7),
+    ("broken bodies", ["--faults", "cut=0.2,cut:count=2=0.1,unparseable=0.2,reorder=0.5,"
+                       "single_for_batch=0.2,both_result_error=0.3"], 5, 11),
+    ("batches of one", ["--faults", "drop=0.4,single_for_batch=0.3,duplicate=0.3,null_id=0.2"],
+     1, 23),
+]
+
+
+@pytest.mark.parametrize(("mix", "faults", "batch_size", "seed"), MIXES, ids=[m[0] for m in MIXES])
+def test_the_summary_matches_the_servers_record_exactly(mix, faults, batch_size, seed):
+    done = subprocess.run(
+        [sys.executable, "-m", "pairwatch", "demo", "--duration", "2", "--plain",
+         "--metrics-port", "0", "--rate", "60", "--client-bug", "0.3",
+         "--batch-size", str(batch_size), "--seed", str(seed), *faults],
+        capture_output=True, text=True, timeout=90,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = check_rows(done.stdout)
+    for label, want, got, mark in rows:
+        assert (label, got, mark) == (label, want, "\u2713"), done.stdout
+    counted = {label: got for label, _, got, _ in rows}
+    # Not a table of zeros: faults fired and were counted.
+    assert counted["batches closed"] >= 20
+    assert counted["requests sent"] == counted["batches closed"] * batch_size
+    assert counted["missing responses"] > 0
+    assert counted["duplicate ids sent"] > 0 or batch_size == 1
+    if mix != "default":
+        assert counted["null-id responses"] > 0
+    if mix in ("broken bodies", "batches of one"):
+        assert counted["protocol violations"] > 0
+    assert "every counter agrees." in done.stdout

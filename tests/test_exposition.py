@@ -52,7 +52,7 @@ def test_names_and_exact_values(endpoint):
     assert total(s, "batch_missing_response_total", rpc_method="a") == 1
     assert total(s, "batch_missing_response_total", rpc_method="b") == 1
     assert total(s, "batch_response_count_mismatch_total", **common) == 1
-    assert total(s, "batch_closed_total", pairwatch_diagnosis="duplicate_ids_suspected") == 1
+    assert total(s, "batch_closed_total", pairwatch_diagnosis="server_null_id") == 1
     assert total(s, "batch_pair_latency_seconds_count", rpc_method="b") == 1
     assert total(s, "batch_pair_latency_seconds_bucket", rpc_method="b", le="+Inf") == 1
     assert total(s, "batch_size_sum", **common) == 3

@@ -38,7 +38,7 @@ def test_drop_and_null_close_as_missing_on_close(otel):
     client.close()
     assert otel.value("batch.null_id_response") == 1
     assert otel.value("batch.missing_response", pairwatch__close_reason="closed") == 1
-    assert otel.value("batch.closed", pairwatch__diagnosis="malformed_request_element") == 1
+    assert otel.value("batch.closed", pairwatch__diagnosis="server_null_id") == 1
 
 
 def test_same_method_for_send_and_receive(otel):

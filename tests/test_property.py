@@ -39,7 +39,9 @@ def reference(request_ids, reply_ids):
         else:
             unknown += 1
     requests = len(request_ids)
+    missing_ids = [k for k, left in pending.items() for _ in left]
     return {
+        "diagnosis": reference_diagnosis(request_ids, reply_ids, unknown, null, missing_ids),
         "batch.requests": requests,
         "batch.duplicate_id": requests - len(set(request_ids)),
         "batch.unknown_id_response": unknown,
@@ -49,6 +51,31 @@ def reference(request_ids, reply_ids):
         "batch.out_of_order": int(out_of_order),
         "paired": paired,
     }
+
+
+def reference_diagnosis(request_ids, reply_ids, unknown, null, missing_ids):
+    """The DESIGN table, first match wins, from what was sent and what came back.
+
+    Every request element here is valid (no null or fractional ids), so a null-id reply is
+    the server's; a type mismatch is an unknown reply id whose text is a missing id's text
+    under another JSON type; no batch times out, so nothing is late.
+    """
+    if len(set(request_ids)) < len(request_ids):
+        return "client_duplicate_ids"
+    retyped = any(
+        type(u) is not type(m) and str(u) == str(m)
+        for u in (k for k in reply_ids if k is not None)
+        for m in missing_ids
+    )
+    if unknown and retyped:
+        return "id_type_mismatch"
+    if null:
+        return "server_null_id"
+    if unknown:
+        return "server_id_echo_fault"
+    if missing_ids:
+        return "responses_missing"
+    return "ok"
 
 
 def misbehave(request_ids, actions, rng):
@@ -92,6 +119,12 @@ def test_ledger_matches_reference_model(request_ids, notes, actions, rnd):
 
     expected = reference(request_ids, reply_ids)
     got = otel.counters()
+    diagnosis = expected.pop("diagnosis")
+    assert otel.value("batch.closed", pairwatch__diagnosis=diagnosis) == 1, (
+        diagnosis,
+        request_ids,
+        reply_ids,
+    )
     for name, value in expected.items():
         if name != "paired":
             assert got.get(name, 0) == value, (name, request_ids, reply_ids)

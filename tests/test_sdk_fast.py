@@ -10,7 +10,7 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMet
 from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
 
 from pairwatch.otel import sdk_fast
-from pairwatch.otel.telemetry import LATENCY_BUCKETS
+from pairwatch.otel.names import LATENCY_BUCKETS
 
 ATTRS = {"rpc.method": "eth_call", "jsonrpc.batch": "true"}
 

@@ -8,14 +8,14 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import pairwatch
 from pairwatch import Options
-from pairwatch.otel import telemetry
+from pairwatch.otel import names
 
 
 def test_attribute_names_are_the_current_semantic_conventions():
-    assert telemetry.JSONRPC_REQUEST_ID == jsonrpc_attributes.JSONRPC_REQUEST_ID
-    assert telemetry.RPC_SYSTEM_NAME == rpc_attributes.RPC_SYSTEM_NAME
-    assert telemetry.RPC_RESPONSE_STATUS_CODE == rpc_attributes.RPC_RESPONSE_STATUS_CODE
-    assert telemetry.RPC_METHOD == rpc_attributes.RPC_METHOD
+    assert names.JSONRPC_REQUEST_ID == jsonrpc_attributes.JSONRPC_REQUEST_ID
+    assert names.RPC_SYSTEM_NAME == rpc_attributes.RPC_SYSTEM_NAME
+    assert names.RPC_RESPONSE_STATUS_CODE == rpc_attributes.RPC_RESPONSE_STATUS_CODE
+    assert names.RPC_METHOD == rpc_attributes.RPC_METHOD
 
 
 def test_batch_span_with_a_child_per_id(otel, clock):

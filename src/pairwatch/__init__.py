@@ -11,6 +11,11 @@ by id, and the ``batch.*`` metrics and one span per request id go to the OpenTel
 providers (the global ones unless given).  The client sends and receives exactly what it
 would without pairwatch, and nothing pairwatch does raises into it.
 
+To let Prometheus scrape the metrics from this process::
+
+    metrics = pairwatch.serve_metrics(port=9464)         # http://127.0.0.1:9464/metrics
+    pairwatch.instrument(client, meter_provider=metrics.meter_provider)
+
 For clients no integration covers, feed a channel by hand::
 
     channel = pairwatch.open_channel(transport="websocket")
@@ -24,6 +29,7 @@ from __future__ import annotations
 from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
+from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
 from pairwatch.pairing import diagnosis
 
@@ -36,5 +42,6 @@ __all__ = [
     "instrument",
     "is_instrumented",
     "open_channel",
+    "serve_metrics",
     "uninstrument",
 ]

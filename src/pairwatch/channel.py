@@ -10,19 +10,21 @@ the client that called it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
-from pairwatch import guard
+from pairwatch import guard, sweeper
 from pairwatch.otel.capture import Capture
-from pairwatch.otel.telemetry import INTEGRATION, SERVER_ADDRESS, Labels, SpanAttributes, Telemetry
+from pairwatch.otel.labels import Labels
+from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
+from pairwatch.otel.shared import TelemetryCache
+from pairwatch.otel.spans import SpanAttributes
+from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis, wire
 from pairwatch.pairing.ledger import Ledger, Limits
 from pairwatch.pairing.records import Batch, Tally
@@ -36,7 +38,10 @@ class Options:
 
     ``timeout`` closes a batch whose responses have not all arrived; what is still pending
     then counts as missing.  The caps bound memory per channel; eviction counts as missing
-    with close reason ``evicted``.
+    with close reason ``evicted``; on top of them, the ids of every open batch of the process
+    share one budget (:func:`pairwatch.pairing.limits.process_budget`, 1,048,576 ids by
+    default), evicted the same way.  ``late_ids`` and ``late_age`` bound the memory of ids
+    that closed as missing by timeout, which lets a reply to one read as ``late_response``.
 
     ``on_batch_closed`` is called with every closed :class:`~pairwatch.pairing.records.Batch`, after
     its metrics are recorded, for callers that need per-batch detail the metrics cannot carry
@@ -63,31 +68,28 @@ class Options:
     capture_payloads: bool = False
     max_payload_bytes: int = 1024
     redact: Callable[[Any], Any] | None = None
+    late_ids: int = 1024
+    late_age: float = 300.0
 
     def limits(self) -> Limits:
-        return Limits(self.timeout, self.max_open_batches, self.max_pending_ids)
+        return Limits(
+            self.timeout, self.max_open_batches, self.max_pending_ids, self.late_ids, self.late_age
+        )
 
 
-_telemetry: dict[tuple[object, object, int, bool], Telemetry] = {}
-_telemetry_lock = threading.Lock()
+_telemetry: Final = TelemetryCache()
 
 
 def telemetry_for(options: Options) -> Telemetry:
-    """One set of instruments per provider pair, shared by every channel that uses it."""
-    key = (
-        id(options.meter_provider),
-        id(options.tracer_provider),
+    """One set of instruments per provider pair, shared by every channel that uses it (a
+    method cap per channel would be no cap), and forgotten with its providers."""
+    return _telemetry.get(
+        options.meter_provider,
+        options.tracer_provider,
         options.method_cap,
         options.spans,
+        lambda: _build_telemetry(options),
     )
-    found = _telemetry.get(key)
-    if found is None:
-        with _telemetry_lock:
-            found = _telemetry.get(key)
-            if found is None:
-                found = _build_telemetry(options)
-                _telemetry[key] = found
-    return found
 
 
 def _build_telemetry(options: Options) -> Telemetry:
@@ -152,17 +154,16 @@ class _Sink:
             except Exception as exc:
                 guard.report("on_batch_closed", exc, self.telemetry.internal_error)
         if batch.diagnosis != diagnosis.OK:
+            # The words state the evidence with numbers, never a guessed cause; the message
+            # is built only when the rate limit lets the line through.
             guard.log_limited(
                 logging.WARNING,
                 "diagnosis:" + batch.diagnosis,
-                "pairwatch: batch of %d requests closed (%s): %d missing, %d unknown-id, "
-                "%d null-id: %s",
+                "pairwatch: batch of %d requests closed (%s) as %s: %s",
                 len(batch.keys),
                 batch.close_reason,
-                batch.missing,
-                batch.unknown,
-                batch.null,
-                diagnosis.EXPLANATION[batch.diagnosis],
+                batch.diagnosis,
+                _Words(diagnosis.evidence, batch),
             )
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
@@ -170,6 +171,37 @@ class _Sink:
             self.telemetry.stray(self.labels, batch, tally)
         except Exception as exc:
             guard.report("telemetry", exc, self.telemetry.internal_error)
+        if tally.late:
+            # A late reply no open batch absorbed (alone on a stream, or after its exchange
+            # closed): its batch was diagnosed when it timed out, so the words go here.
+            guard.log_limited(
+                logging.WARNING,
+                "diagnosis:" + diagnosis.LATE_RESPONSE,
+                "pairwatch: %s: %s",
+                diagnosis.LATE_RESPONSE,
+                _Words(diagnosis.tally_evidence, tally),
+            )
+
+
+class _Words:
+    """Evidence words computed only if the log line is formatted, then kept as text.
+
+    A handler that keeps records (a test's log capture, a memory handler) keeps their
+    arguments: once formatted, this drops the batch so no closed books stay alive.
+    """
+
+    __slots__ = ("args", "say", "text")
+
+    def __init__(self, say: Callable[..., str], *args: object) -> None:
+        self.say: Callable[..., str] | None = say
+        self.args: tuple[object, ...] = args
+        self.text = ""
+
+    def __str__(self) -> str:
+        if self.say is not None:
+            self.text = self.say(*self.args)
+            self.say, self.args = None, ()
+        return self.text
 
 
 class Channel:
@@ -249,7 +281,9 @@ class Channel:
         try:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)  # before pairing: pairing may close the batch
-            self.ledger.received(payload)
+            # Only a held [] asks whether the reply is JSON-RPC at all (by structure).
+            shows = wire.is_jsonrpc(raw) if raw is not None and self.ledger.holding else None
+            self.ledger.received(payload, shows)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
 
@@ -348,44 +382,11 @@ def open_channel(
     )
 
 
-class _Sweeper:
-    """Closes timed-out batches of idle stream channels, so a hung call still counts.
-
-    A daemon thread wakes once a second and asks each live channel to expire; channels are
-    held weakly so the sweeper never keeps a client alive.
-    """
-
-    interval = 1.0
-
-    def __init__(self) -> None:
-        self._channels: weakref.WeakSet[Channel] = weakref.WeakSet()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, channel: Channel) -> None:
-        with self._lock:
-            self._channels.add(channel)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="pairwatch-sweeper", daemon=True
-                )
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(self.interval)
-            with self._lock:
-                channels = list(self._channels)
-            for channel in channels:
-                if channel.ledger.open_batches:
-                    channel.expire()
-
-
-_sweeper = _Sweeper()
+_sweeper = sweeper.SWEEPER  # its home was this module; tests still look here
 
 
 def _watch(channel: Channel) -> None:
     try:
-        _sweeper.watch(channel)
+        sweeper.watch(channel)
     except Exception as exc:  # e.g. no thread can be started: batches still close on use
         guard.report("watch", exc, channel.telemetry.internal_error)

@@ -164,9 +164,19 @@ class JsonlRecorder:
         self.out.close()
 
 
-def record_stdio(path: Path, script: str, messages: list[Any], *, settle: float = 0.3) -> list[str]:
+def record_stdio(
+    path: Path, script: str, messages: list[Any], *, timeout: float = 10.0
+) -> list[str]:
     """Run the chaos stdio server as a real subprocess, send ``messages`` one per line,
-    collect what it writes, and save a timestamped transcript (``[ts] > ...`` / ``< ...``)."""
+    collect what it writes, and save a timestamped transcript (``[ts] > ...`` / ``< ...``).
+
+    The server handles requests concurrently, so the next message is written only once the
+    previous one's reply line arrived (an event from the reader thread, not a fixed pause):
+    the transcript then has each exchange in order, as a one-at-a-time client would see it.
+    Messages that get no line back (notifications, and those the script drops) are not
+    waited for; a cut counts as the line it leaves.
+    """
+    faults = script.split(";")
     proc = subprocess.Popen(
         [sys.executable, "-m", "pairwatch.chaos", "stdio", f"--script={script}"],
         stdin=subprocess.PIPE,
@@ -176,8 +186,16 @@ def record_stdio(path: Path, script: str, messages: list[Any], *, settle: float 
     assert proc.stdin is not None
     assert proc.stdout is not None
     lines: list[str] = []
-    lock = threading.Lock()
+    received = threading.Condition()
+    replies = 0
     stdout = proc.stdout
+
+    def note(line: str) -> None:
+        nonlocal replies
+        with received:
+            lines.append(line)
+            replies += 1
+            received.notify_all()
 
     def reader() -> None:
         buf = b""
@@ -188,30 +206,40 @@ def record_stdio(path: Path, script: str, messages: list[Any], *, settle: float 
             buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
-                with lock:
-                    lines.append(f"[{time.time():.6f}] < {line.decode()}")
+                note(f"[{time.time():.6f}] < {line.decode()}")
         if buf:  # a cut: half a line, then the end of the stream
-            with lock:
-                lines.append(f"[{time.time():.6f}] < {buf.decode('utf-8', 'replace')}")
+            note(f"[{time.time():.6f}] < {buf.decode('utf-8', 'replace')}")
 
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
-    for message in messages:
+    expected = 0
+    for index, message in enumerate(messages):
         text = json.dumps(message)
-        with lock:
+        with received:
             lines.append(f"[{time.time():.6f}] > {text}")
         try:
             proc.stdin.write(text.encode() + b"\n")
             proc.stdin.flush()
         except BrokenPipeError:
             break
-        time.sleep(0.02)
-    time.sleep(settle)
+        fault = faults[index] if index < len(faults) else "none"
+        if _expects_reply(message) and not fault.startswith("drop"):
+            expected += 1
+            with received:
+                answered = received.wait_for(lambda n=expected: replies >= n, timeout)
+            assert answered, f"no reply line to message {index} within {timeout} s"
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.close()
-    thread.join(10)
-    proc.wait(10)
-    with lock:
+    thread.join(timeout)
+    proc.wait(timeout)
+    with received:
         transcript = ["# recorded by tests/audit/recording.py", *lines]
     path.write_text("\n".join(transcript) + "\n")
     return transcript
+
+
+def _expects_reply(message: Any) -> bool:
+    """A request (or a batch holding one) gets a line back; notifications do not."""
+    if isinstance(message, list):
+        return any(_expects_reply(m) for m in message)
+    return isinstance(message, dict) and "id" in message

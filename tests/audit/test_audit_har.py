@@ -97,11 +97,10 @@ def test_counts_and_diagnoses_are_exact(capture):
     assert by["http"]["diagnoses"] == {
         "ok": 5,  # clean, reorder, notifications (answered, but nothing pending), bad_version,
         # delay
-        "duplicate_ids_suspected": 1,  # wrong_id: unknown + missing together
         "id_type_mismatch": 1,
-        "malformed_request_element": 1,
+        "server_null_id": 1,  # null_id: every request element was valid
         "responses_missing": 2,  # drop, cut
-        "server_id_echo_fault": 1,  # duplicate
+        "server_id_echo_fault": 2,  # duplicate, and wrong_id (no id was sent twice)
     }
     assert by["http"]["close_reasons"] == {
         "body_end": 9,
@@ -120,8 +119,11 @@ def test_worst_batches_name_the_injected_ids(capture):
         list(drop.ids)
     ]
     wrong = next(i for i in injected if i.kind == "wrong_id")
-    assert by_diag["duplicate_ids_suspected"]["missing_ids"] == list(wrong.ids)
-    assert by_diag["duplicate_ids_suspected"]["unknown_ids"] == [wrong.ids[0] + 1_000_000_007]
+    (rewritten,) = [
+        w for w in worst if w["diagnosis"] == "server_id_echo_fault" and w["missing_ids"]
+    ]
+    assert rewritten["missing_ids"] == list(wrong.ids)
+    assert rewritten["unknown_ids"] == [wrong.ids[0] + 1_000_000_007]
     typed = next(i for i in injected if i.kind == "id_type")
     assert by_diag["id_type_mismatch"]["unknown_ids"] == [str(typed.ids[0])]
     assert by_diag["id_type_mismatch"]["missing_ids"] == list(typed.ids)

@@ -62,11 +62,15 @@ def test_percentiles_interpolate_within_buckets_and_clamp_to_min_max():
 def test_progress_bar_draws_and_clears():
     out = io.StringIO()
     progress = Progress(1000)
+    half = "capture.har [###############...............]  50%"
     with ProgressBar(out, "capture.har", progress):
         progress.advance(500)
-        time.sleep(0.25)
+        # The bar redraws from its own thread every 0.1 s: poll for the drawing, bounded.
+        deadline = time.monotonic() + 10.0
+        while half not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
     text = out.getvalue()
-    assert "capture.har [###############...............]  50%" in text
+    assert half in text
     assert text.endswith("\r\x1b[K")
 
 

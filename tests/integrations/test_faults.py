@@ -60,14 +60,14 @@ DIAGNOSIS = {
     "reorder": "ok",
     "drop": "responses_missing",
     "duplicate": "server_id_echo_fault",
-    "null_id": "malformed_request_element",
-    "wrong_id": "duplicate_ids_suspected",
+    "null_id": "server_null_id",
+    "wrong_id": "server_id_echo_fault",
     "id_type": "id_type_mismatch",
     "both_result_error": "ok",
     "bad_version": "ok",
     "unparseable": "responses_missing",
     "delay": "ok",
-    "single_for_batch": "malformed_request_element",
+    "single_for_batch": "server_null_id",
     "cut": "responses_missing",
 }
 FAULTS = sorted(DIAGNOSIS)
@@ -130,12 +130,7 @@ def test_reply_to_notifications(otel, chaos_server, driver, mode, sse):
     if mode == "error":
         moves["batch.null_id_response"] = 1
     assert books(otel) == expected(moves)
-    assert (
-        otel.value(
-            "batch.protocol_violation", pairwatch__reason="reply_to_notifications"
-        )
-        == 1
-    )
+    assert otel.value("batch.protocol_violation", pairwatch__reason="reply_to_notifications") == 1
     assert otel.value("batch.closed", pairwatch__close_reason="no_response_expected") == 1
 
 

@@ -85,12 +85,12 @@ def expect(otel: Any, exchanges: int) -> None:
     assert otel.hist("batch.pair_latency")[0] == 4 * exchanges - 2 * k
     by_diagnosis = {
         d: otel.value("batch.closed", pairwatch__diagnosis=d)
-        for d in ("responses_missing", "server_id_echo_fault", "duplicate_ids_suspected", "ok")
+        for d in ("responses_missing", "server_id_echo_fault", "client_duplicate_ids", "ok")
     }
     assert by_diagnosis == {
         "responses_missing": k,
-        "server_id_echo_fault": k,
-        "duplicate_ids_suspected": k,
+        "server_id_echo_fault": 2 * k,  # duplicated replies, and re-addressed ones
+        "client_duplicate_ids": 0,  # no id was sent twice
         "ok": 2 * k,
     }
 

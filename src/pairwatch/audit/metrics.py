@@ -9,30 +9,21 @@ constant however many requests the capture holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 
-# Short names (the report's rows and ``--fail-on`` names) for each counter instrument.
-COUNTERS: Final[dict[str, str]] = {
-    "batches": "batch.closed",
-    "requests": "batch.requests",
-    "missing": "batch.missing_response",
-    "unknown_id": "batch.unknown_id_response",
-    "null_id": "batch.null_id_response",
-    "count_mismatch": "batch.response_count_mismatch",
-    "duplicate_id": "batch.duplicate_id",
-    "invalid_response": "batch.invalid_response",
-    "invalid_request": "batch.invalid_request",
-    "out_of_order": "batch.out_of_order",
-    "protocol_violation": "batch.protocol_violation",
-    "internal_errors": "pairwatch.internal_errors",
-}
-TRANSPORT: Final = "pairwatch.transport"
-DIAGNOSIS: Final = "pairwatch.diagnosis"
-CLOSE_REASON: Final = "pairwatch.close_reason"
+from pairwatch.otel.names import CLOSE_REASON, DIAGNOSIS, TRANSPORT
+from pairwatch.otel.vocabulary import BY_KEY, INSTRUMENTS
+
+# Short names (the report's rows and ``--fail-on`` names) for each counter instrument, from
+# the vocabulary's ``short`` column.
+COUNTERS: Final[dict[str, str]] = {i.short: i.name for i in INSTRUMENTS if i.short is not None}
+_CLOSED: Final = BY_KEY["closed"].name
+_LATENCY: Final = BY_KEY["pair_latency"].name
+_INTERNAL: Final = BY_KEY["internal_errors"].name
 QUANTILES: Final = (0.5, 0.95, 0.99)
 
 
@@ -129,19 +120,19 @@ def groups(reader: InMemoryMetricReader) -> tuple[list[Group], int]:
     found: dict[str, Group] = {}
     internal = 0
     for p in points(reader):
-        if p.name == "pairwatch.internal_errors":
+        if p.name == _INTERNAL:
             internal += int(p.value)
             continue
         transport = p.attrs.get(TRANSPORT, "generic")
         group = found.setdefault(transport, Group(transport))
-        if p.name == "batch.pair_latency" and p.histogram is not None:
+        if p.name == _LATENCY and p.histogram is not None:
             group.latency.add(p.histogram)
             continue
         short = _BY_INSTRUMENT.get(p.name)
         if short is None:
             continue
         group.counters[short] += int(p.value)
-        if p.name == "batch.closed":
+        if p.name == _CLOSED:
             _bump(group.diagnoses, p.attrs.get(DIAGNOSIS, "?"), p.value)
             _bump(group.close_reasons, p.attrs.get(CLOSE_REASON, "?"), p.value)
     return [found[k] for k in sorted(found)], internal
@@ -149,13 +140,3 @@ def groups(reader: InMemoryMetricReader) -> tuple[list[Group], int]:
 
 def _bump(into: dict[str, int], key: str, value: float) -> None:
     into[key] = into.get(key, 0) + int(value)
-
-
-def prometheus_name(instrument: str, unit: str | None = None) -> str:
-    """``batch.pair_latency`` (s) -> ``batch_pair_latency_seconds`` (no ``_total``)."""
-    name = instrument.replace(".", "_")
-    return name + "_seconds" if unit == "s" else name
-
-
-def label_names(attrs: Mapping[str, str]) -> dict[str, str]:
-    return {k.replace(".", "_"): v for k, v in attrs.items()}

@@ -17,9 +17,14 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from pairwatch.audit.feed import FileAudit
-from pairwatch.audit.metrics import label_names, points, prometheus_name
+from pairwatch.audit.metrics import points
+from pairwatch.otel.vocabulary import BY_NAME, label_name, prometheus_name
 
-_HISTOGRAM_UNITS = {"batch.pair_latency": "s", "batch.size": None}
+
+def _family(instrument: str) -> str:
+    """The family name through the vocabulary's one translation (with the row's unit)."""
+    row = BY_NAME.get(instrument)
+    return row.family if row is not None else prometheus_name(instrument)
 
 
 class AuditCollector(Collector):
@@ -32,10 +37,12 @@ class AuditCollector(Collector):
         families: dict[str, Metric] = {}
         for audit in self._audits:
             for p in points(audit.reader):
-                labels = {**label_names(p.attrs), "capture": audit.path}
+                labels = {
+                    **{label_name(k): v for k, v in p.attrs.items()},
+                    "capture": audit.path,
+                }
+                name = _family(p.name)
                 if p.histogram is not None:
-                    unit = _HISTOGRAM_UNITS.get(p.name)
-                    name = prometheus_name(p.name, unit)
                     fam = families.get(name)
                     if fam is None:
                         fam = families[name] = Metric(name, p.help or p.name, "histogram")
@@ -49,7 +56,6 @@ class AuditCollector(Collector):
                     fam.add_sample(name + "_count", labels, float(h.count))
                     fam.add_sample(name + "_sum", labels, float(h.sum))
                 else:
-                    name = prometheus_name(p.name)
                     fam = families.get(name)
                     if fam is None:
                         fam = families[name] = Metric(name, p.help or p.name, "counter")

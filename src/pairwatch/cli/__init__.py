@@ -2,22 +2,26 @@
 
 Each module listed in :data:`COMMANDS` exposes ``register(subparsers)``, which adds its parser
 and sets ``handler`` to a function taking the parsed namespace and returning an exit status.
-The CLI uses pairwatch's public API only, like any other user of the library.
+The CLI uses pairwatch's public API only, like any other user of the library.  Every parser
+reports usage errors on one line with status 2 (:class:`pairwatch.cli.args.OneLineParser`).
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ("demo", "audit")
+from pairwatch._version import __version__
+from pairwatch.cli.args import OneLineParser
+
+COMMANDS: tuple[str, ...] = ("demo", "audit", "dashboards")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(
         prog="pairwatch", description="Make JSON-RPC 2.0 response pairing visible."
     )
+    parser.add_argument("--version", action="version", version=f"pairwatch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"pairwatch.cli.{name}").register(sub)

@@ -33,6 +33,7 @@ import atexit
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
@@ -56,16 +57,21 @@ _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 _last_submit = 0.0
 _first_queued = 0.0
-_on_drained: list[Callable[[], None]] = []
+_on_drained: list[Callable[[], Callable[[], None] | None]] = []
 
 
 def on_drained(callback: Callable[[], None]) -> None:
     """Run ``callback`` (under the drain lock) after each drain recorded its items.
 
     Telemetry sums a drain's adds per attribute set and applies them here, so a reader that
-    drains first (every collection does) still sees everything.
+    drains first (every collection does) still sees everything.  A bound method is held
+    weakly: registering must not keep a ``Telemetry`` (and its meter provider's instruments)
+    alive after its provider is gone.
     """
-    _on_drained.append(callback)
+    if hasattr(callback, "__self__") and hasattr(callback, "__func__"):
+        _on_drained.append(weakref.WeakMethod(callback))
+    else:
+        _on_drained.append(lambda: callback)
 
 
 def submit(fn: Callable[..., None], *args: Any) -> None:
@@ -102,8 +108,15 @@ def _drain() -> None:
                     break
                 fn(*args)
         finally:
-            for callback in _on_drained:
-                callback()
+            dead = False
+            for ref in list(_on_drained):
+                callback = ref()
+                if callback is None:
+                    dead = True
+                else:
+                    callback()
+            if dead:
+                _on_drained[:] = [ref for ref in _on_drained if ref() is not None]
 
 
 def _run() -> None:

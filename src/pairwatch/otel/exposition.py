@@ -1,11 +1,13 @@
 """Serve pairwatch's OpenTelemetry metrics for a Prometheus scrape, with prometheus-client.
 
-Kept apart from :mod:`pairwatch.otel.telemetry` (the metric model) the way prometheus-client keeps
-exposition apart from its metrics: the instruments do not know who reads them.  The names
-follow the OpenTelemetry-to-Prometheus conventions (dots become underscores, counters end in
-``_total``, a unit of seconds adds ``_seconds``), so the dashboards and alert rules work the
-same whether this module or the OpenTelemetry Prometheus exporter serves them; this one adds
-no ``otel_scope_*`` labels and needs no extra package.
+Kept apart from :mod:`pairwatch.otel.telemetry` (the metric model) the way prometheus-client
+keeps exposition apart from its metrics: the instruments do not know who reads them. The
+names follow the OpenTelemetry-to-Prometheus conventions through the one translation in
+:func:`pairwatch.otel.vocabulary.prometheus_name` (dots become underscores, counters end in
+``_total``, a unit of seconds adds ``_seconds``), the same one the audit's text file uses,
+so the dashboards and alert rules work the same whether this module or the OpenTelemetry
+Prometheus exporter serves them; this one adds no ``otel_scope_*`` labels and needs no extra
+package.
 
 Usage::
 
@@ -15,7 +17,6 @@ Usage::
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -32,28 +33,13 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from pairwatch.otel.vocabulary import label_name, prometheus_name
+
 __all__ = ["PrometheusReader", "prometheus_name", "serve"]
-
-_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
-_UNITS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": "ratio"}
-
-
-def prometheus_name(name: str, unit: str = "") -> str:
-    """The Prometheus metric name for an OpenTelemetry instrument name and unit."""
-    base = _INVALID.sub("_", name)
-    suffix = _UNITS.get(unit, "")
-    if suffix and not base.endswith("_" + suffix):
-        base = f"{base}_{suffix}"
-    return base
-
-
-def _label_name(key: str) -> str:
-    label = _INVALID.sub("_", key)
-    return "_" + label if label[:1].isdigit() else label
 
 
 def _labels(attributes: Any) -> dict[str, str]:
-    return {_label_name(k): str(v) for k, v in (attributes or {}).items()}
+    return {label_name(k): str(v) for k, v in (attributes or {}).items()}
 
 
 class PrometheusReader(MetricReader):

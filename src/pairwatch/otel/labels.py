@@ -1,12 +1,23 @@
-"""Bounded metric attribute sets: the method-label cap and the per-channel attribute dicts."""
+"""Bounded attribute sets: the caps on outside values and the per-channel attribute dicts.
+
+Every attribute value that comes from outside pairwatch (a method name the client calls or a
+server answers, the host of a URL) goes through a :class:`Limiter` before it reaches a metric
+label or a span, so that hostile or merely careless input cannot grow the exported series,
+the span names or pairwatch's own caches without limit.  The bounds and their defaults are
+in :mod:`pairwatch.otel.names` and docs/metrics.md.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 
 from pairwatch.otel.names import (
     INTEGRATION,
     IS_BATCH,
+    METHOD_CAP,
+    NAME_MAX_LENGTH,
     OTHER_METHOD,
     RPC_METHOD,
     RPC_SYSTEM_NAME,
@@ -15,34 +26,49 @@ from pairwatch.otel.names import (
 )
 
 
-class MethodLimiter:
-    """Caps the distinct ``rpc.method`` values per process; the rest become ``_OTHER``.
+class Limiter:
+    """Keeps the first ``cap`` distinct values it is asked about; the rest become ``_OTHER``.
 
-    A server can send, or a client can call, arbitrarily many method names; unbounded label
-    values would grow every metric backend without limit.
+    Values longer than ``max_length`` become ``_OTHER`` without taking a slot: one long
+    garbage name must not push a real method out.  ``None`` (no method) is ``_OTHER`` too.
+    The same limiter feeds metric labels and span names, so a trace and a dashboard name the
+    same methods.
     """
 
-    def __init__(self, cap: int = 32) -> None:
+    __slots__ = ("_lock", "_seen", "cap", "max_length")
+
+    def __init__(self, cap: int = METHOD_CAP, max_length: int = NAME_MAX_LENGTH) -> None:
         self.cap = cap
+        self.max_length = max_length
         self._seen: set[str] = set()
         self._lock = threading.Lock()
 
-    def __call__(self, method: str | None) -> str:
-        if method is None:
+    def __call__(self, value: str | None) -> str:
+        if value is None:
             return OTHER_METHOD
-        if method in self._seen:
-            return method
+        if value in self._seen:
+            return value
+        if len(value) > self.max_length or value == OTHER_METHOD:
+            return OTHER_METHOD
         with self._lock:
             if len(self._seen) < self.cap:
-                self._seen.add(method)
-                return method
+                self._seen.add(value)
+                return value
         return OTHER_METHOD
+
+    def __len__(self) -> int:
+        return len(self._seen)
 
 
 class Labels:
-    """The attribute sets of one kind of channel, built once and reused for every batch."""
+    """The attribute sets of one kind of channel, built once and reused for every batch.
 
-    __slots__ = ("base", "by_batch", "extras", "method_attrs")
+    ``zeroed`` and ``zeroed_methods`` remember which attribute sets already had their
+    counters exported at zero (see ``Telemetry._zeros``), so that costs one set lookup per
+    batch after the first.
+    """
+
+    __slots__ = ("base", "by_batch", "extras", "method_attrs", "zeroed", "zeroed_methods")
 
     def __init__(self, transport: str, integration: str, server_address: str | None) -> None:
         base: dict[str, str] = {
@@ -59,8 +85,11 @@ class Labels:
         }
         self.method_attrs: dict[tuple[bool, str], dict[str, str]] = {}
         self.extras: dict[tuple[bool, tuple[tuple[str, str], ...]], dict[str, str]] = {}
+        self.zeroed: set[bool] = set()
+        self.zeroed_methods: set[tuple[bool, str]] = set()
 
     def for_method(self, is_batch: bool, method: str) -> dict[str, str]:
+        """``method`` must already be limited: the cache is as bounded as its keys."""
         key = (is_batch, method)
         attrs = self.method_attrs.get(key)
         if attrs is None:
@@ -71,11 +100,46 @@ class Labels:
     def extra(self, is_batch: bool, **more: str) -> dict[str, str]:
         """The batch attributes plus a few more, one shared dict per distinct set.
 
-        The values (diagnoses, close reasons, problem names, methods) come from closed sets,
-        so the cache is bounded; sharing the dicts lets a drain sum adds per attribute set.
+        The values (diagnoses, close reasons, problem names, limited methods) come from
+        closed sets, so the cache is bounded; sharing the dicts lets a drain sum adds per
+        attribute set.
         """
         key = (is_batch, tuple(more.items()))
         attrs = self.extras.get(key)
         if attrs is None:
             attrs = self.extras[key] = {**self.by_batch[is_batch], **more}
         return attrs
+
+
+class LabelCache:
+    """The channel label sets of one meter provider, least recently used evicted past ``cap``.
+
+    Keys are already bounded (transports and integrations are pairwatch's own names, the
+    server address is limited), so eviction is a second fence: it bounds memory even for a
+    program that opens channels under unbounded hand-written labels.  An evicted set is only
+    rebuilt, never lost: the exported series live in the SDK, not here.
+    """
+
+    def __init__(self, build: Callable[[str, str, str | None], Labels], cap: int) -> None:
+        self._build = build
+        self.cap = cap
+        self._sets: OrderedDict[tuple[str, str, str | None], Labels] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, transport: str, integration: str, server_address: str | None) -> Labels:
+        key = (transport, integration, server_address)
+        with self._lock:
+            found = self._sets.get(key)
+            if found is not None:
+                self._sets.move_to_end(key)
+                return found
+            found = self._sets[key] = self._build(transport, integration, server_address)
+            if len(self._sets) > self.cap:
+                self._sets.popitem(last=False)
+            return found
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+
+__all__ = ["LabelCache", "Labels", "Limiter"]

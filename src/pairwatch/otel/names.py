@@ -1,7 +1,7 @@
-"""Every attribute name and bucket boundary pairwatch's telemetry uses, in one place.
+"""Every attribute name, bound and bucket boundary pairwatch's telemetry uses, in one place.
 
-Instrument names are created in :mod:`pairwatch.otel.telemetry`; ``docs/metrics.md`` is the
-contract both follow, and the dashboards and alert rules query.
+Instrument names, kinds, units and Prometheus series live in :mod:`pairwatch.otel.vocabulary`;
+``docs/metrics.md`` is the contract both follow, and the dashboards and alert rules query.
 """
 
 from __future__ import annotations
@@ -29,7 +29,34 @@ REQUEST_PAYLOAD: Final = "pairwatch.request.payload"  # only with capture_payloa
 RESPONSE_PAYLOAD: Final = "pairwatch.response.payload"
 
 OTHER_METHOD: Final = "_OTHER"
+"""The overflow value of every capped attribute (``rpc.method``, ``server.address``) and span
+name, as the RPC semantic conventions spell it for a method the instrumentation does not know."""
 SCOPE: Final = "pairwatch"
+
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.39.0"
+"""The semantic-conventions release whose names pairwatch emits: 1.39.0 is the first with
+``rpc.system.name``, ``rpc.response.status_code`` and ``jsonrpc.request.id`` (the RPC renames
+of semantic-conventions #3176 and #2920, listed in its schema file); none of them changed
+through 1.44.0.  Passed to ``get_meter`` and ``get_tracer`` so a backend can translate the names
+when the conventions move on."""
+
+DEFERRED_FLUSH: Final = "pairwatch.deferred_flush"
+"""An observable gauge that observes nothing, so is never exported: its callback drains the
+deferred queue at the start of every collection (see :mod:`pairwatch.otel.deferred`)."""
+
+# Bounds: every value below comes from outside (the client's method names, the URLs it calls,
+# the channels it opens), so each has a cap; docs/metrics.md names them and their defaults.
+METHOD_CAP: Final = 32
+"""Distinct ``rpc.method`` values per meter provider (metric label, span name and span
+attribute alike); later ones become ``_OTHER``.  ``instrument(..., method_cap=N)``."""
+NAME_MAX_LENGTH: Final = 128
+"""Characters a method name or server address may have to be kept; longer ones become
+``_OTHER`` without taking a slot (a 100,000-character method name is not a label value)."""
+SERVER_ADDRESS_CAP: Final = 64
+"""Distinct ``server.address`` values per meter provider; later ones become ``_OTHER``."""
+LABEL_SETS_CAP: Final = 256
+"""Channel label sets (transport, integration, server address) kept built per meter provider;
+the least recently used is rebuilt on its next use, at the cost of a few dicts."""
 
 # RPC latencies: from a loopback millisecond to a 30 s timeout.
 LATENCY_BUCKETS: Final = (

@@ -15,6 +15,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from pairwatch.otel.labels import Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
     DIAGNOSIS,
@@ -26,6 +27,7 @@ from pairwatch.otel.names import (
     RPC_RESPONSE_STATUS_CODE,
     RPC_SYSTEM_NAME,
 )
+from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
 
 SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
@@ -38,9 +40,17 @@ attribute); the hook lets them add those without telemetry knowing any protocol.
 class SpanWriter:
     """Writes a closed batch's spans through one tracer."""
 
-    def __init__(self, tracer: trace.Tracer, on_error: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        on_error: Callable[[str], None],
+        methods: Callable[[str | None], str] | None = None,
+    ) -> None:
         self.tracer = tracer
         self.on_error = on_error
+        # The metric label's limiter: span names and ``rpc.method`` follow the same cap and
+        # overflow value, so a hostile server cannot make one span name per request either.
+        self.methods = methods if methods is not None else Limiter()
         # Ledger clocks are monotonic; spans want wall time.
         self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
 
@@ -77,21 +87,22 @@ class SpanWriter:
         for call in batch.calls:
             end = max(end, self._child(ctx, batch, call, span_attributes))
         if batch.diagnosis != "ok":
-            root.set_status(Status(StatusCode.ERROR, batch.diagnosis))
+            root.set_status(Status(StatusCode.ERROR, f"{batch.diagnosis}: {evidence(batch)}"))
         root.end(end_time=self._ns(end))
 
     def _child(
         self, ctx: Context, batch: Batch, call: Call, span_attributes: SpanAttributes | None
     ) -> float:
+        method = self.methods(call.method) if call.method is not None else None
         span = self.tracer.start_span(
-            call.method or "jsonrpc",
+            method or "jsonrpc",
             context=ctx,
             kind=SpanKind.CLIENT,
             start_time=self._ns(call.sent_at),
         )
         attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
-        if call.method is not None:
-            attrs[RPC_METHOD] = call.method
+        if method is not None:
+            attrs[RPC_METHOD] = method
         if call.key is not None:
             attrs[JSONRPC_REQUEST_ID] = str(call.key)
         if call.error_code is not None:

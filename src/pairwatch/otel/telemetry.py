@@ -1,4 +1,7 @@
-"""Every metric pairwatch emits, and the only module that records them through OpenTelemetry.
+"""The only module that records pairwatch's metrics and spans through OpenTelemetry.
+
+What each instrument is called, its kind, unit and description come from the table in
+:mod:`pairwatch.otel.vocabulary`; this module decides what to record and when.
 
 The ledger hands over closed batches; this module turns each into at most one add per counter
 (only the counters that moved), one ``batch.size`` record, the pair latencies and, when a
@@ -27,90 +30,81 @@ cost more than the counting itself.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import metrics, trace
 
 from pairwatch import guard
 from pairwatch._version import __version__
-from pairwatch.otel import deferred
-from pairwatch.otel.labels import Labels, MethodLimiter
+from pairwatch.otel import deferred, zeros
+from pairwatch.otel.labels import LabelCache, Labels, Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
+    DEFERRED_FLUSH,
     DIAGNOSIS,
     DUPLICATE_SCOPE,
     ERROR_KIND,
-    INTEGRATION,
-    JSONRPC_REQUEST_ID,
-    LATENCY_BUCKETS,
+    LABEL_SETS_CAP,
+    METHOD_CAP,
     REASON,
     REPAIR_ACTION,
     RPC_METHOD,
-    RPC_RESPONSE_STATUS_CODE,
-    RPC_SYSTEM_NAME,
+    SCHEMA_URL,
     SCOPE,
-    SERVER_ADDRESS,
-    SIZE_BUCKETS,
+    SERVER_ADDRESS_CAP,
 )
 from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
 from pairwatch.otel.spans import SpanAttributes, SpanWriter
+from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing.records import Batch, Tally
 
-__all__ = [
-    "INTEGRATION",
-    "JSONRPC_REQUEST_ID",
-    "LATENCY_BUCKETS",
-    "RPC_METHOD",
-    "RPC_RESPONSE_STATUS_CODE",
-    "RPC_SYSTEM_NAME",
-    "SERVER_ADDRESS",
-    "Labels",
-    "SpanAttributes",
-    "Telemetry",
-]
+__all__ = ["Labels", "SpanAttributes", "Telemetry"]
 
 Attrs = Mapping[str, str]
 
 
 class Telemetry:
-    """The instruments for one (meter provider, tracer provider) pair."""
+    """The instruments for one (meter provider, tracer provider) pair.
+
+    Every instrument is made from its row in :mod:`pairwatch.otel.vocabulary`; the caps on
+    method names and server addresses are per instance, which is per meter provider (see
+    :mod:`pairwatch.otel.shared`), because a provider is what exports a set of series.
+    """
 
     def __init__(
         self,
         meter_provider: metrics.MeterProvider | None = None,
         tracer_provider: trace.TracerProvider | None = None,
         *,
-        method_cap: int = 32,
+        method_cap: int = METHOD_CAP,
         spans: bool = True,
+        address_cap: int = SERVER_ADDRESS_CAP,
+        label_sets_cap: int = LABEL_SETS_CAP,
     ) -> None:
-        meter = (meter_provider or metrics.get_meter_provider()).get_meter(SCOPE, __version__)
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(
+            SCOPE, __version__, schema_url=SCHEMA_URL
+        )
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer(
-            SCOPE, __version__
+            SCOPE, __version__, schema_url=SCHEMA_URL
         )
         self.spans = spans
-        self.methods = MethodLimiter(method_cap)
-        self._labels: dict[tuple[str, str, str | None], Labels] = {}
-        self._labels_lock = threading.Lock()
-        self.span_writer = SpanWriter(self.tracer, self.internal_error)
-
-        c = meter.create_counter
-        self.size = meter.create_histogram(
-            "batch.size",
-            unit="{element}",
-            description="Elements per batch sent",
-            explicit_bucket_boundaries_advisory=list(SIZE_BUCKETS),
-        )
-        self.pair_latency = meter.create_histogram(
-            "batch.pair_latency",
-            unit="s",
-            description="Time from sending a request to pairing its response, per id",
-            explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
-        )
+        self.methods = Limiter(method_cap)
+        self.addresses = Limiter(address_cap)
+        self._labels = LabelCache(Labels, label_sets_cap)
+        self.span_writer = SpanWriter(self.tracer, self.internal_error, self.methods)
+        # Every row of the vocabulary becomes an instrument, so a row added there is created
+        # (and exported once recorded) without touching this constructor.
+        counters = {r.key: _counter(meter, r) for r in INSTRUMENTS if r.kind == "counter"}
+        histograms = {r.key: _histogram(meter, r) for r in INSTRUMENTS if r.kind == "histogram"}
+        self._instruments = counters
+        self.size = histograms["size"]
+        self.pair_latency = histograms["pair_latency"]
+        self.lateness = histograms["lateness"]
         self.latency_writer = HistogramWriter(self.pair_latency)
         self.size_writer = HistogramWriter(self.size)
+        self.lateness_writer = HistogramWriter(self.lateness)
         # Adds and observations made while a drain records its queued batches, summed per
         # (instrument, attribute set) and applied once when the drain ends: one SDK call per
         # set per drain instead of several per batch, with identical exported values.
@@ -120,87 +114,35 @@ class Telemetry:
         ] = {}
         self._current = 0  # numbers the batches (and stray tallies) recorded, for error counts
         deferred.on_drained(self._commit)
-        self.requests = c(
-            "batch.requests", unit="{request}", description="Requests (elements with an id) sent"
-        )
-        self.closed = c(
-            "batch.closed",
-            unit="{batch}",
-            description="Batches closed, by diagnosis and close reason",
-        )
-        self.mismatch = c(
-            "batch.response_count_mismatch",
-            unit="{batch}",
-            description="Batches whose non-null-id response count != requests",
-        )
-        self.unknown = c(
-            "batch.unknown_id_response",
-            unit="{response}",
-            description="Responses whose id matched nothing pending",
-        )
-        self.missing = c(
-            "batch.missing_response",
-            unit="{request}",
-            description="Requests with no response when their batch closed",
-        )
-        self.null = c(
-            "batch.null_id_response",
-            unit="{response}",
-            description="Responses with a null or absent id",
-        )
-        self.duplicate = c(
-            "batch.duplicate_id",
-            unit="{request}",
-            description="Requests sent with an id that was already pending",
-        )
-        self.invalid = c(
-            "batch.invalid_response",
-            unit="{response}",
-            description="Received elements that break the response rules",
-        )
-        self.invalid_request = c(
-            "batch.invalid_request",
-            unit="{request}",
-            description="Sent elements that break or bend the request rules",
-        )
-        self.out_of_order = c(
-            "batch.out_of_order",
-            unit="{batch}",
-            description="Batches answered in another order than sent",
-        )
-        self.violation = c(
-            "batch.protocol_violation",
-            unit="{event}",
-            description="Replies where none was allowed, and similar",
-        )
-        self.repaired = c(
-            "batch.repaired",
-            unit="{change}",
-            description="Changes repair mode made to a batch reply, by action",
-        )
-        self.internal_errors = c(
-            "pairwatch.internal_errors",
-            unit="{error}",
-            description="Failures inside pairwatch, kept from the client",
-        )
-        # Observes nothing, so it is never exported: its callback runs at the start of every
-        # collection and records what is still queued (see pairwatch.otel.deferred).
+        self.requests = counters["requests"]
+        self.closed = counters["closed"]
+        self.mismatch = counters["mismatch"]
+        self.unknown = counters["unknown"]
+        self.missing = counters["missing"]
+        self.null = counters["null"]
+        self.duplicate = counters["duplicate"]
+        self.invalid = counters["invalid"]
+        self.invalid_request = counters["invalid_request"]
+        self.out_of_order = counters["out_of_order"]
+        self.violation = counters["violation"]
+        self.late = counters["late"]
+        self.repaired = counters["repaired"]
+        self.internal_errors = counters["internal_errors"]
         meter.create_observable_gauge(
-            "pairwatch.deferred_flush",
+            DEFERRED_FLUSH,
             callbacks=[_flush_on_collect],
             description="Not exported; drains deferred measurements before each collection",
         )
 
     def labels(self, transport: str, integration: str, server_address: str | None) -> Labels:
-        key = (transport, integration, server_address)
-        found = self._labels.get(key)
-        if found is None:
-            with self._labels_lock:
-                found = self._labels.get(key)
-                if found is None:
-                    found = Labels(transport, integration, server_address)
-                    self._labels[key] = found
-        return found
+        """The shared attribute sets of a channel; the server address is capped here."""
+        address = self.addresses(server_address) if server_address else None
+        return self._labels.get(transport, integration, address)
+
+    def _zeros(self, rows: list[zeros.Row]) -> None:
+        """Export the given series at 0 (see :mod:`pairwatch.otel.zeros` for which)."""
+        for key, attrs in rows:
+            self._add(self._instruments[key], 0, attrs)
 
     # ------------------------------------------------------------------ metrics
     def batch_closed(
@@ -224,9 +166,12 @@ class Telemetry:
         try:
             self._current += 1
             is_batch = batch.is_batch if batch is not None else False
+            if is_batch not in labels.zeroed:
+                self._zeros(zeros.batch_rows(labels, is_batch))
             self._record_tally(
                 labels, is_batch, tally.unknown, tally.null, tally.invalid, tally.violations
             )
+            self._record_late(labels.by_batch[is_batch], tally)
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
@@ -280,6 +225,8 @@ class Telemetry:
         self._current += 1
         is_batch = batch.is_batch
         attrs = labels.by_batch[is_batch]
+        if is_batch not in labels.zeroed:
+            self._zeros(zeros.batch_rows(labels, is_batch))
         self._observe(self.size_writer, [(batch.size, 1)], attrs)
         self._add(
             self.closed,
@@ -315,6 +262,7 @@ class Telemetry:
         self._record_tally(
             labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
         )
+        self._record_late(attrs, batch)
         if self.spans:
             self.span_writer.write(batch, span_attributes)
 
@@ -348,6 +296,25 @@ class Telemetry:
             for reason, n in violations.items():
                 self._add(self.violation, n, labels.extra(is_batch, **{REASON: reason}))
 
+    def _record_late(self, attrs: Attrs, record: Batch | Tally) -> None:
+        """Replies for ids that had closed as missing by timeout, and how late they came.
+
+        Read with ``getattr`` because the ledger fills ``late``/``lateness`` only from the
+        release that detects late replies; until then both stay empty.
+        """
+        late: int = getattr(record, "late", 0)
+        if late:
+            self._add(self.late, late, attrs)
+        lateness: Sequence[float] = getattr(record, "lateness", ())
+        if lateness:
+            self._observe(self.lateness_writer, runs_of(lateness), attrs)
+
+    def _method_attrs(self, labels: Labels, is_batch: bool, method: str) -> Attrs:
+        """The latency attributes of a limited method; its first sight exports zero rows."""
+        if (is_batch, method) not in labels.zeroed_methods:
+            self._zeros(zeros.method_rows(labels, is_batch, method))
+        return labels.for_method(is_batch, method)
+
     def _record_latencies(self, labels: Labels, batch: Batch) -> None:
         """One observation per paired id, grouped per attribute set (see sdk_fast)."""
         methods = self.methods
@@ -359,7 +326,7 @@ class Telemetry:
             # One body answered the whole batch: one latency, counted per method in C.
             value = received[0] - sent_at  # type: ignore[operator]
             for method, k in Counter(batch.methods).items():
-                attrs = labels.for_method(is_batch, methods(method))
+                attrs = self._method_attrs(labels, is_batch, methods(method))
                 self._observe(self.latency_writer, [(value, k)], attrs)
             return
         groups: dict[str, list[float]] = {}
@@ -371,7 +338,8 @@ class Telemetry:
                     values = groups[name] = []
                 values.append(received_at - sent_at)
         for name, values in groups.items():
-            self._observe(self.latency_writer, runs_of(values), labels.for_method(is_batch, name))
+            attrs = self._method_attrs(labels, is_batch, name)
+            self._observe(self.latency_writer, runs_of(values), attrs)
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
         per_method: dict[tuple[str, str], int] = {}
@@ -384,8 +352,22 @@ class Telemetry:
                 key = (self.methods(method), reason)
                 per_method[key] = per_method.get(key, 0) + 1
         for (method, reason), n in per_method.items():
+            self._method_attrs(labels, batch.is_batch, method)
             attrs = labels.extra(batch.is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason})
             self._add(self.missing, n, attrs)
+
+
+def _counter(meter: metrics.Meter, row: Instrument) -> metrics.Counter:
+    return meter.create_counter(row.name, unit=row.unit, description=row.description)
+
+
+def _histogram(meter: metrics.Meter, row: Instrument) -> metrics.Histogram:
+    return meter.create_histogram(
+        row.name,
+        unit=row.unit,
+        description=row.description,
+        explicit_bucket_boundaries_advisory=list(row.buckets),
+    )
 
 
 def _flush_on_collect(options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:

@@ -4,8 +4,14 @@
 - :mod:`~pairwatch.pairing.wire`: decode bytes, text or parsed objects into classified
   payloads (msgspec's typed decoder in :mod:`~pairwatch.pairing._fast` when installed).
 - :mod:`~pairwatch.pairing.records`: the closed-batch record the ledger hands on.
-- :mod:`~pairwatch.pairing.ledger`: the shadow pending tables, pairing and closing.
-- :mod:`~pairwatch.pairing.diagnosis`: the names and words of each batch's diagnosis.
+- :mod:`~pairwatch.pairing.ledger`: one channel's books: pairing, attributing, closing.
+- :mod:`~pairwatch.pairing.intake`: what a sent payload asks for (ids, methods, problems).
+- :mod:`~pairwatch.pairing.table`: the pending table: id -> the request awaiting it.
+- :mod:`~pairwatch.pairing.deadlines`: which batch times out next, without scanning.
+- :mod:`~pairwatch.pairing.shape`: whether a reply has the shape its request allows.
+- :mod:`~pairwatch.pairing.late`: the bounded memory of ids closed as missing by timeout.
+- :mod:`~pairwatch.pairing.limits`: per-channel caps and the process-wide pending budget.
+- :mod:`~pairwatch.pairing.diagnosis`: each batch's diagnosis from evidence, and its words.
 - :mod:`~pairwatch.pairing.repair`: re-ordering a batch reply for position-pairing clients.
 
 Everything here is deterministic given a clock, which is why the pairing contract is

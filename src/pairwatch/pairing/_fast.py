@@ -35,7 +35,7 @@ from pairwatch.pairing.elements import (
     classify_members,
 )
 
-__all__ = ["parse_bytes"]
+__all__ = ["has_jsonrpc_member", "parse_bytes"]
 
 _UNSET: Any = msgspec.UNSET
 
@@ -167,3 +167,30 @@ def _classify(e: _Element) -> Message:
 
 def _absent(value: Any) -> Any:
     return ABSENT if value is _UNSET else value
+
+
+_members: msgspec.json.Decoder[dict[str, msgspec.Raw] | list[msgspec.Raw]] = msgspec.json.Decoder(
+    dict[str, msgspec.Raw] | list[msgspec.Raw]
+)
+_object: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def has_jsonrpc_member(text: str) -> bool:
+    """An object with a ``jsonrpc`` member, or an array holding one, judged without building
+    any value: members stay undecoded ``Raw`` spans, and an array stops at its first match."""
+    try:
+        value = _members.decode(text)
+    except Exception:  # not JSON, or neither an object nor an array
+        return False
+    if isinstance(value, dict):
+        return "jsonrpc" in value
+    for element in value:
+        raw = bytes(element)
+        if raw[:1] != b"{":
+            continue
+        try:
+            if "jsonrpc" in _object.decode(raw):
+                return True
+        except Exception:
+            continue
+    return False

@@ -1,61 +1,230 @@
-"""Name what a closed batch's counters point to.
+"""Name what a closed batch's evidence shows, and say it in words with numbers.
 
-The rules follow the design notes' "reading the counters together": the combination of
-counters, not any single one, tells which side is at fault.  Kept apart from the ledger so
-that dashboards, alert annotations, the audit report and the demo all quote the same words.
+pairwatch saw every id the client sent, so a diagnosis is not read from counters that happen
+to rise together (the old "unknown-id and missing together: the client reuses ids" rule blamed
+the client for a server that re-addressed one reply).  Each rule below needs its own evidence,
+and the first rule whose evidence is present wins; the order is the order of blame in the
+design notes.  Kept apart from the ledger so that the channel's log line, spans, the live view,
+the audit report and the runbook all quote the same names and words.
+
+:func:`evidence` states what was seen (counts, ids, seconds) and never a cause pairwatch did
+not see: "1 reply came back with id null although all 3 request elements were valid", not
+"the server is broken".
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
+from pairwatch.pairing.intake import retyped
+from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.wire import IdKey
+
 OK: Final = "ok"
-DUPLICATE_IDS: Final = "duplicate_ids_suspected"
-ID_TYPE_MISMATCH: Final = "id_type_mismatch"
+CLIENT_DUPLICATE_IDS: Final = "client_duplicate_ids"
 MALFORMED_REQUEST: Final = "malformed_request_element"
-RESPONSES_MISSING: Final = "responses_missing"
+ID_TYPE_MISMATCH: Final = "id_type_mismatch"
+SERVER_NULL_ID: Final = "server_null_id"
+LATE_RESPONSE: Final = "late_response"
 ID_ECHO_FAULT: Final = "server_id_echo_fault"
+RESPONSES_MISSING: Final = "responses_missing"
 
 ALL: Final = (
     OK,
-    DUPLICATE_IDS,
-    ID_TYPE_MISMATCH,
+    CLIENT_DUPLICATE_IDS,
     MALFORMED_REQUEST,
-    RESPONSES_MISSING,
+    ID_TYPE_MISMATCH,
+    SERVER_NULL_ID,
+    LATE_RESPONSE,
     ID_ECHO_FAULT,
+    RESPONSES_MISSING,
 )
+"""Every diagnosis, ``ok`` first, then in the order of blame (first match wins)."""
 
 EXPLANATION: Final[dict[str, str]] = {
     OK: "every request was answered exactly once",
-    DUPLICATE_IDS: (
-        "unknown-id and missing together: the client reuses ids (a shared counter without a "
-        "lock, an id reused on retry), so one response is consumed twice and a caller starves"
-    ),
-    ID_TYPE_MISMATCH: (
-        'the server echoed an id with another JSON type ("0" for 0): the lookup misses and '
-        "the caller waits until its timeout"
+    CLIENT_DUPLICATE_IDS: (
+        "the client sent an id that was still pending (in the same batch or another open "
+        "batch of the channel), or reused the id of a request that had just closed as missing "
+        "by timeout; one reply can only answer one of them"
     ),
     MALFORMED_REQUEST: (
-        "null-id responses: an element of the request body is not a valid request object"
+        "null-id replies to a request body in which pairwatch saw an invalid element "
+        "(or an id null): the server answered what it could not read"
+    ),
+    ID_TYPE_MISMATCH: (
+        'a reply carried a pending id written as another JSON type ("0" for 0); '
+        "the lookup by id misses it and that request closes as missing"
+    ),
+    SERVER_NULL_ID: (
+        "null-id replies although every request element was valid: the server did not "
+        "echo the id it was sent"
+    ),
+    LATE_RESPONSE: (
+        "replies for ids whose requests had already closed as missing by timeout: the server "
+        "answered after the client's timeout, not wrongly"
+    ),
+    ID_ECHO_FAULT: (
+        "replies carried ids that were never sent or already answered, and no request "
+        "explains them: the server rewrote, invented or repeated ids"
     ),
     RESPONSES_MISSING: (
-        "missing alone: the server dropped requests, took them for notifications, or the "
-        "connection broke; the client must time out rather than wait"
+        "requests closed without a reply, and nothing else was wrong: dropped by the server, "
+        "taken for notifications, or the connection ended"
     ),
-    ID_ECHO_FAULT: "unknown-id alone: the server echoes ids wrongly",
 }
 
+_NOT_EXPLAINING_NULL: Final = frozenset({"fractional_id"})
+"""Request problems that are legal and echo fine, so they explain no null-id reply."""
 
-def diagnose(*, unknown: int, missing: int, null: int, duplicates: int, type_mismatch: bool) -> str:
-    """Return the diagnosis of one batch; the order of the rules is the order of blame."""
+
+def diagnose(
+    *,
+    duplicates: int,
+    invalid_elements: int,
+    null: int,
+    type_mismatch: int,
+    late: int,
+    unknown: int,
+    missing: int,
+) -> str:
+    """Return one batch's diagnosis; the order of the rules is the order of blame."""
+    if duplicates:
+        return CLIENT_DUPLICATE_IDS
+    if null and invalid_elements:
+        return MALFORMED_REQUEST
     if type_mismatch:
         return ID_TYPE_MISMATCH
-    if duplicates or (unknown and missing):
-        return DUPLICATE_IDS
     if null:
-        return MALFORMED_REQUEST
-    if missing:
-        return RESPONSES_MISSING
+        return SERVER_NULL_ID
+    if late:
+        return LATE_RESPONSE
     if unknown:
         return ID_ECHO_FAULT
+    if missing:
+        return RESPONSES_MISSING
     return OK
+
+
+def invalid_elements(batch: Batch) -> int:
+    """Request elements that could draw a null-id reply: invalid ones, and ids sent as null."""
+    found = batch.invalid_requests
+    if not found:
+        return 0
+    return sum(n for reason, n in found.items() if reason not in _NOT_EXPLAINING_NULL)
+
+
+def diagnose_batch(batch: Batch) -> str:
+    """:func:`diagnose` on a closed batch's own fields."""
+    return diagnose(
+        duplicates=batch.duplicates_in + batch.duplicates_cross + batch.reused_timed_out,
+        invalid_elements=invalid_elements(batch),
+        null=batch.null,
+        type_mismatch=batch.type_mismatch,
+        late=batch.late,
+        unknown=batch.unknown,
+        missing=batch.missing,
+    )
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def _ids(keys: Sequence[IdKey | None], limit: int = 3) -> str:
+    shown = ", ".join(_id_text(k) for k in keys[:limit])
+    return shown + (", ..." if len(keys) > limit else "")
+
+
+def _id_text(key: IdKey | None) -> str:
+    if key is None:
+        return "null"
+    if isinstance(key, str):
+        return '"' + (key if len(key) <= 40 else key[:37] + "...") + '"'
+    return str(key)
+
+
+def _late_words(late: int, keys: Sequence[IdKey], lateness: Sequence[float]) -> str:
+    if late == 1 and keys and lateness:
+        return (
+            f"1 reply for id {_id_text(keys[0])} came {lateness[0]:.1f} s after it closed "
+            "as missing by timeout"
+        )
+    worst = f" (up to {max(lateness):.1f} s)" if lateness else ""
+    replies = _n(late, "reply", "replies")
+    return f"{replies} came after their requests closed as missing by timeout{worst}"
+
+
+def evidence(batch: Batch) -> str:
+    """What one closed batch shows, in words with numbers; only what pairwatch saw.
+
+    Every non-zero piece of evidence is stated (not only the one that named the diagnosis),
+    so a reader sees, for instance, both the duplicate ids and the missing reply they caused.
+    """
+    parts: list[str] = []
+    if batch.duplicates_in:
+        parts.append(f"{_n(batch.duplicates_in, 'id was', 'ids were')} sent twice in this batch")
+    if batch.duplicates_cross:
+        parts.append(
+            f"{_n(batch.duplicates_cross, 'id was', 'ids were')} sent while still pending in "
+            "another open batch"
+        )
+    if batch.reused_timed_out:
+        parts.append(
+            f"{_n(batch.reused_timed_out, 'id was', 'ids were')} reused from requests that had "
+            "closed as missing by timeout"
+        )
+    if batch.null:
+        bad = invalid_elements(batch)
+        replies = _n(batch.null, "reply", "replies")
+        if batch.size == 0 and batch.is_batch:
+            parts.append(f"{replies} with id null answered an empty batch []")
+        elif bad:
+            elements = _n(bad, "request element was", "request elements were")
+            parts.append(f"{replies} came back with id null; {elements} invalid or had id null")
+        else:
+            n = batch.size
+            valid = "the request element was" if n == 1 else f"all {n} request elements were"
+            parts.append(f"{replies} came back with id null although {valid} valid")
+    retyped_keys: list[IdKey] = []
+    if batch.type_mismatch:
+        missing = {k for k, at in zip(batch.keys, batch.received, strict=True) if at is None}
+        retyped_keys = [k for k in batch.unknown_keys if any(alt in missing for alt in retyped(k))]
+        parts.append(
+            f"{_n(batch.type_mismatch, 'reply', 'replies')} carried a pending id as another JSON "
+            f"type ({_ids(retyped_keys)})"
+        )
+    if batch.late:
+        parts.append(_late_words(batch.late, batch.late_keys, batch.lateness))
+    other_unknown = batch.unknown - batch.late - batch.type_mismatch
+    if other_unknown > 0:
+        keys = [k for k in batch.unknown_keys if k not in batch.late_keys and k not in retyped_keys]
+        shown = f" ({_ids(keys)})" if keys else ""
+        parts.append(
+            f"{_n(other_unknown, 'reply', 'replies')} carried an id that matched no pending "
+            f"request{shown}"
+        )
+    if batch.missing:
+        parts.append(
+            f"{_n(batch.missing, 'request', 'requests')} of {batch.requests} closed without a "
+            f"reply ({batch.close_reason})"
+        )
+    if not parts:
+        return f"all {_n(batch.requests, 'request')} answered exactly once"
+    return "; ".join(parts)
+
+
+def tally_evidence(tally: Tally) -> str:
+    """What replies that no open batch could absorb show (a late reply on a stream)."""
+    parts: list[str] = []
+    if tally.late:
+        parts.append(_late_words(tally.late, tally.late_keys, tally.lateness))
+    other = tally.unknown - tally.late
+    if other > 0:
+        parts.append(
+            f"{_n(other, 'reply', 'replies')} carried an id that matched no pending request"
+        )
+    if tally.null:
+        parts.append(f"{_n(tally.null, 'reply', 'replies')} came back with id null")
+    return "; ".join(parts)

@@ -55,14 +55,39 @@ class Call:
 class Tally:
     """Responses that were classified but belong to no call: unknown, null-id, invalid."""
 
-    __slots__ = ("invalid", "null", "unknown", "unknown_keys", "violations")
+    __slots__ = (
+        "_late", "invalid", "late", "null", "unknown", "unknown_keys", "violations"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.unknown = 0
         self.null = 0
         self.unknown_keys: list[IdKey] = []
+        # Of ``unknown``: replies for ids whose request had closed as missing by timeout
+        # (``lateness`` and ``late_keys`` say how late, and which; allocated when late).
+        self.late = 0
+        self._late: tuple[list[float], list[IdKey]] | None = None
         self.invalid: dict[str, int] | None = None
         self.violations: dict[str, int] | None = None
+
+    @property
+    def lateness(self) -> list[float]:
+        """Seconds after its timeout each late reply came (read-only)."""
+        return self._late[0] if self._late is not None else []
+
+    @property
+    def late_keys(self) -> list[IdKey]:
+        """The ids of the first 16 late replies (read-only)."""
+        return self._late[1] if self._late is not None else []
+
+    def add_late(self, key: IdKey, seconds: float) -> None:
+        late = self._late
+        if late is None:
+            late = self._late = ([], [])
+        self.late += 1
+        late[0].append(seconds)
+        if len(late[1]) < 16:
+            late[1].append(key)
 
     def add_invalid(self, reason: str) -> None:
         if self.invalid is None:
@@ -97,6 +122,7 @@ class Batch:
 
     __slots__ = (
         "__weakref__",
+        "_late",
         "captured",
         "close_reason",
         "closed_at",
@@ -116,6 +142,7 @@ class Batch:
         "invalid_requests",
         "is_batch",
         "keys",
+        "late",
         "late_unknown",
         "methods",
         "missing",
@@ -125,10 +152,12 @@ class Batch:
         "out_of_order",
         "paired",
         "received",
+        "reused_timed_out",
         "sent_at",
         "seq",
         "shared",
         "size",
+        "type_mismatch",
         "unknown",
         "unknown_keys",
         "violations",
@@ -169,7 +198,20 @@ class Batch:
         self.unknown = 0
         self.null = 0
         self.missing = 0
+        # Unknown-id replies that came after this batch had closed (handed to the sink as a
+        # stray tally, never re-counted here): kept for per-batch readers such as the audit.
         self.late_unknown = 0
+        # Of ``unknown`` (absorbed while open): replies for ids of *earlier* requests that had
+        # closed as missing by timeout, with seconds after that timeout; contract-wise still
+        # unknown-id responses, diagnosed ``late_response``.
+        self.late = 0
+        self._late: tuple[list[float], list[IdKey]] | None = None  # allocated when late
+        # Requests that reused the id of a request closed as missing by timeout moments ago
+        # (client evidence, but not ``batch.duplicate_id``: that id was no longer pending).
+        self.reused_timed_out = 0
+        # Unknown-id replies whose id equals one of this batch's missing ids under another
+        # JSON type ("0" for 0); set at close.
+        self.type_mismatch = 0
         self.duplicates_in = 0
         self.duplicates_cross = 0
         self.high_index = -1
@@ -198,5 +240,22 @@ class Batch:
         self.null += tally.null
         if tally.unknown_keys and len(self.unknown_keys) < 16:
             self.unknown_keys.extend(tally.unknown_keys[: 16 - len(self.unknown_keys)])
+        if tally._late is not None:
+            late = self._late
+            if late is None:
+                late = self._late = ([], [])
+            self.late += tally.late
+            late[0].extend(tally._late[0])
+            late[1].extend(tally._late[1][: max(0, 16 - len(late[1]))])
         self.invalid = _merge(self.invalid, tally.invalid)
         self.violations = _merge(self.violations, tally.violations)
+
+    @property
+    def lateness(self) -> list[float]:
+        """Seconds after its timeout each late reply absorbed here came (read-only)."""
+        return self._late[0] if self._late is not None else []
+
+    @property
+    def late_keys(self) -> list[IdKey]:
+        """The ids of the first 16 late replies absorbed here (read-only)."""
+        return self._late[1] if self._late is not None else []

@@ -54,8 +54,11 @@ __all__ = [
     "decode",
     "id_key",
     "is_discouraged_id",
+    "is_jsonrpc",
+    "is_spec_empty_reply",
     "parse",
     "parse_stdlib",
+    "shows_jsonrpc",
     "sniff",
     "valid_error",
 ]
@@ -133,30 +136,101 @@ def _lenient_int(text: str) -> int | float:
         return float(text)
 
 
-_OPENERS: Final = frozenset(b"{[")
-_WHITESPACE: Final = b" \t\r\n"
+_WHITESPACE: Final = " \t\r\n"
 
 
 def sniff(raw: bytes | bytearray | memoryview | str | None) -> bool:
-    """Cheaply guess whether a body could be JSON-RPC, before paying for a parse.
+    """Whether a body is JSON-RPC, judged by its structure (the HTTP integrations ask per body).
 
-    Looks only at the first non-blank character and for the ``jsonrpc`` member name, so
-    other traffic (HTML, form posts, binary uploads) passes at near-zero cost.
+    A body is JSON-RPC when its JSON value is an object with a ``jsonrpc`` member, an array
+    holding at least one such object (a batch may carry invalid elements), or ``[]`` (the
+    empty batch, which only its reply can settle: see :mod:`pairwatch.pairing.ledger`).
+    ``{"event": "client_ready", "transport": "jsonrpc"}`` is not: the word is a value there.
+
+    Cheap for the bodies that are not: one substring search rejects everything without the
+    word ``jsonrpc`` (HTML, form posts, uploads, most REST bodies) before any decoding.
     """
     if not raw:
         return False
+    if not isinstance(raw, str):
+        data = bytes(raw) if not isinstance(raw, bytes) else raw
+        if b"jsonrpc" not in data:  # before any decoding: the common case
+            return len(data) < 64 and _empty_array(data.decode("utf-8", "replace"))
+    elif "jsonrpc" not in raw:
+        return len(raw) < 64 and _empty_array(raw)
+    text = _text(raw)
+    return text is not None and _structure(text)
+
+
+def is_jsonrpc(raw: object) -> bool:
+    """:func:`sniff` without the ``[]`` allowance: does this reply prove JSON-RPC is spoken?
+
+    Also takes an already decoded value, as integrations may hold one.
+    """
+    if isinstance(raw, dict):
+        return "jsonrpc" in raw
+    if isinstance(raw, list):
+        return any(isinstance(e, dict) and "jsonrpc" in e for e in raw)
+    if not isinstance(raw, (bytes, bytearray, memoryview, str)) or not raw:
+        return False
+    text = _text(raw)
+    return text is not None and "jsonrpc" in text and _structure(text)
+
+
+def _text(raw: bytes | bytearray | memoryview | str) -> str | None:
+    """The body as text when it could be JSON (opens with ``{`` or ``[``), else None."""
     if isinstance(raw, str):
-        head = raw.lstrip("\ufeff \t\r\n")[:1]
-        return head in ("{", "[") and "jsonrpc" in raw
-    data = bytes(raw) if not isinstance(raw, bytes) else raw
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    head_bytes = data.lstrip(_WHITESPACE)[:1]
-    return bool(head_bytes) and head_bytes[0] in _OPENERS and b"jsonrpc" in data
+        text = raw
+    else:
+        data = bytes(raw) if not isinstance(raw, bytes) else raw
+        head = data[:4].lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+        if head and head not in (b"{", b"["):
+            return None  # a binary upload is never decoded
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    text = text.lstrip("\ufeff" + _WHITESPACE)
+    return text if text[:1] in ("{", "[") else None
+
+
+def _empty_array(text: str) -> bool:
+    text = text.lstrip("\ufeff" + _WHITESPACE)
+    return text.startswith("[") and text[1:].strip(_WHITESPACE) == "]"
+
+
+def _structure(text: str) -> bool:
+    if _probe is not None:
+        return _probe(text)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return is_jsonrpc(value) if isinstance(value, (dict, list)) else False
+
+
+def shows_jsonrpc(payload: Payload) -> bool:
+    """From classified elements alone: does a reply look like JSON-RPC?  (For callers that
+    no longer hold the raw body; an element with a JSON-RPC member shape counts.)"""
+    if payload.unparseable is not None:
+        return False
+    return any(
+        m.kind is not Kind.INVALID and m.problem != "no_result_or_error" for m in payload.messages
+    )
+
+
+def is_spec_empty_reply(payload: Payload) -> bool:
+    """The one reply the spec allows to ``[]``: a single error object whose id is null."""
+    if payload.is_batch or payload.unparseable is not None or payload.size != 1:
+        return False
+    message = payload.messages[0]
+    return message.kind is Kind.ERROR and message.id_state is IdState.NULL
 
 
 _fast: Callable[[bytes | str, str | None], Payload | None] | None
+_probe: Callable[[str], bool] | None
 try:  # the optional speed-up
+    from pairwatch.pairing._fast import has_jsonrpc_member as _probe
     from pairwatch.pairing._fast import parse_bytes as _fast
 except ImportError:  # msgspec not installed: the stdlib path only
-    _fast = None
+    _fast = _probe = None

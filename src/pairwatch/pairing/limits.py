@@ -1,0 +1,89 @@
+"""The caps that keep pairwatch's memory bounded, per channel and for the whole process.
+
+Per channel, :class:`Limits` caps open batches and pending ids.  A process with thousands of
+channels (one per HTTP exchange, per websocket, per MCP session) could still hold
+``channels x max_pending_ids`` ids, so :class:`PendingBudget` caps the ids of every open batch
+of every channel together.  Whatever a cap evicts closes as missing with reason ``evicted``:
+counted, never leaked, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Final
+
+__all__ = ["DEFAULT_PENDING_BUDGET", "Limits", "PendingBudget", "process_budget"]
+
+DEFAULT_PENDING_BUDGET: Final = 1 << 20
+"""Ids of open batches, all channels together: 1,048,576 (about 100-200 MB at the worst)."""
+
+
+class Limits:
+    """Caps that keep memory bounded; what they evict is counted as missing, never leaked.
+
+    ``late_ids`` and ``late_age`` bound the memory of ids that closed as missing by timeout
+    (so that a reply to one reads as late, and a request reusing one as a client duplicate).
+    """
+
+    __slots__ = ("late_age", "late_ids", "max_open_batches", "max_pending_ids", "timeout")
+
+    def __init__(
+        self,
+        timeout: float = 30.0,
+        max_open_batches: int = 1024,
+        max_pending_ids: int = 65536,
+        late_ids: int = 1024,
+        late_age: float = 300.0,
+    ) -> None:
+        self.timeout = timeout
+        self.max_open_batches = max_open_batches
+        self.max_pending_ids = max_pending_ids
+        self.late_ids = late_ids
+        self.late_age = late_age
+
+
+class PendingBudget:
+    """Ids held by the open batches of every channel of the process, against one limit.
+
+    Charged per batch (all its tracked ids when it opens, released when it closes), not per
+    id: one locked add per batch keeps the pairing path free of a process-wide lock, at the
+    price of counting a batch's already-paired ids until it closes.
+
+    First come, first served: a channel that needs room evicts its *own* oldest batches (a
+    channel never reaches into another's books, which would need its lock); when it has none
+    left, the ids past the budget are not tracked and close as missing with reason
+    ``evicted``, exactly as for one batch larger than ``max_pending_ids``.
+    """
+
+    __slots__ = ("_lock", "_used", "limit")
+
+    def __init__(self, limit: int = DEFAULT_PENDING_BUDGET) -> None:
+        self.limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    def take(self, n: int) -> int:
+        """Charge up to ``n`` ids; return how many fit (atomically, across threads)."""
+        if n <= 0:
+            return 0
+        with self._lock:
+            granted = min(n, max(0, self.limit - self._used))
+            self._used += granted
+        return granted
+
+    def release(self, n: int) -> None:
+        if n:
+            with self._lock:
+                self._used -= n
+
+
+_process_budget = PendingBudget()
+
+
+def process_budget() -> PendingBudget:
+    """The budget every ledger shares unless it is given its own."""
+    return _process_budget

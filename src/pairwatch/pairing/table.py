@@ -1,0 +1,131 @@
+"""The pending table of one channel: id -> the request awaiting it, with exact counts.
+
+Split from the ledger so that the one structure every rule reads has one home: how ids are
+registered (duplicates counted, never overwritten), how a healthy reply is paired in one
+step, and how a closing batch's unanswered ids leave the table.  The ledger's pairing loop
+reads :attr:`PendingTable.ids` directly: it is the per-response hot path, and a method call
+per id would cost more than the lookup.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+
+from pairwatch.pairing.intake import retyped
+from pairwatch.pairing.records import Batch
+from pairwatch.pairing.wire import IdKey
+
+__all__ = ["Entry", "PendingTable"]
+
+Entry = tuple[Batch, int]
+
+
+class PendingTable:
+    """``ids``: id -> (batch, index), or a list of them when the id is pending more than once
+    (first in, first out); ``count``: pending requests, duplicates included."""
+
+    __slots__ = ("count", "ids")
+
+    def __init__(self) -> None:
+        self.ids: dict[IdKey, Entry | list[Entry]] = {}
+        self.count = 0
+
+    def register(self, batch: Batch, plain: bool) -> None:
+        """Add a batch's ids; an id already pending is a duplicate, kept, never overwritten."""
+        keys = batch.keys
+        ids = self.ids
+        if (
+            plain
+            and batch.evicted_from < 0
+            and ids.keys().isdisjoint(keys)
+            and len(set(keys)) == len(keys)
+        ):
+            # No id already pending and none repeated: register them all in C.
+            entries = zip(repeat(batch), range(len(keys)))
+            ids.update(zip(keys, entries, strict=False))  # type: ignore[arg-type]
+            self.count += len(keys)
+            return
+        registered = 0
+        for index, key in enumerate(keys):
+            if key is None:
+                continue  # null, unusable or evicted id: can never pair, closes as missing
+            registered += 1
+            prior = ids.get(key)
+            if prior is None:
+                ids[key] = (batch, index)
+                continue
+            if batch.duplicate_at is None:
+                batch.duplicate_at = set()
+            batch.duplicate_at.add(index)
+            first_batch = prior[0] if isinstance(prior, tuple) else prior[0][0]
+            first_batch.shared = True  # its ids can no longer be released wholesale
+            if first_batch is batch:
+                batch.duplicates_in += 1
+            else:
+                batch.duplicates_cross += 1
+            if isinstance(prior, tuple):
+                ids[key] = [prior, (batch, index)]
+            else:
+                prior.append((batch, index))
+        self.count += registered
+
+    def all_in_order(self, keys: list[IdKey], now: float) -> Batch | None:
+        """Pair a healthy reply in one step: every result, in request order, of one batch.
+
+        Checked with C-level comparisons; anything else (a reorder, a missing or extra
+        reply, an id shared with another batch) returns None and takes the loop.
+        """
+        ids = self.ids
+        first = ids.get(keys[0])
+        if not isinstance(first, tuple):
+            return None
+        batch = first[0]
+        if batch.paired or batch.shared or batch.duplicate_at is not None or batch.keys != keys:
+            return None
+        n = len(keys)
+        if len(ids) == n:
+            ids.clear()
+        else:
+            for key in keys:
+                del ids[key]
+        self.count -= n
+        batch.received = [now] * n
+        batch.paired = n
+        batch.high_index = n - 1
+        return batch
+
+    def holder_retyped(self, key: IdKey) -> Batch | None:
+        """The batch whose pending id ``key`` is, written as another JSON type."""
+        ids = self.ids
+        for alt in retyped(key):
+            entry = ids.get(alt)
+            if entry is not None:
+                return entry[0] if isinstance(entry, tuple) else entry[0][0]
+        return None
+
+    def release(self, batch: Batch) -> list[IdKey]:
+        """Count a closing batch's unanswered requests as missing; return their ids."""
+        ids = self.ids
+        missing_keys: list[IdKey] = []
+        received = batch.received
+        for index, key in enumerate(batch.keys):
+            if received[index] is not None:
+                continue
+            batch.missing += 1
+            if key is None:
+                continue
+            missing_keys.append(key)
+            entry = ids.get(key)
+            if isinstance(entry, tuple):
+                if entry[0] is batch:
+                    del ids[key]
+                    self.count -= 1
+            elif entry is not None:
+                kept = [e for e in entry if e[0] is not batch or e[1] != index]
+                if len(kept) != len(entry):
+                    self.count -= 1
+                    if not kept:
+                        del ids[key]
+                    else:
+                        ids[key] = kept[0] if len(kept) == 1 else kept
+        return missing_keys

@@ -1,0 +1,70 @@
+"""The daemon that times out batches of idle channels, so a hung call still counts.
+
+Split from :mod:`pairwatch.channel`: it knows channels only as things with open batches to
+expire, which keeps it free of the channel's imports and the channel module one job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from typing import Protocol
+
+__all__ = ["SWEEPER", "watch"]
+
+
+class _Books(Protocol):
+    @property
+    def open_batches(self) -> int: ...
+
+
+class Expirable(Protocol):
+    """What the sweeper needs of a channel: its books, and a way to expire them."""
+
+    @property
+    def ledger(self) -> _Books: ...
+
+    def expire(self) -> None: ...
+
+
+class _Sweeper:
+    """Closes timed-out batches of idle stream channels, so a hung call still counts.
+
+    A daemon thread wakes once a second and asks each live channel to expire; channels are
+    held weakly so the sweeper never keeps a client alive.
+    """
+
+    interval = 1.0
+
+    def __init__(self) -> None:
+        self._channels: weakref.WeakSet[Expirable] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, channel: Expirable) -> None:
+        with self._lock:
+            self._channels.add(channel)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="pairwatch-sweeper", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.interval)
+            with self._lock:
+                channels = list(self._channels)
+            for channel in channels:
+                if channel.ledger.open_batches:
+                    channel.expire()
+
+
+SWEEPER = _Sweeper()
+"""The process's one sweeper thread (started by the first channel it watches)."""
+
+
+def watch(channel: Expirable) -> None:
+    """Expire ``channel``'s timed-out batches about once a second, while it lives."""
+    SWEEPER.watch(channel)

@@ -1,0 +1,146 @@
+"""Bounded everywhere: span names, methods, server addresses, label sets, telemetry instances."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import weakref
+
+from jsonrpc_build import dumps, req, res
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
+from opentelemetry.sdk.trace import TracerProvider
+
+import pairwatch
+from pairwatch import Options
+from pairwatch.otel.labels import Limiter
+from pairwatch.otel.names import OTHER_METHOD
+from pairwatch.otel.shared import TelemetryCache
+from pairwatch.otel.telemetry import Telemetry
+from pairwatch.pairing.records import Tally
+
+HOSTILE = 10_000
+SERIES_BOUND = 1_100  # stated in docs/metrics.md: 65 label sets x 16 series
+
+
+def test_span_names_follow_the_method_cap_and_a_length_limit(otel, clock):
+    """Before: 1,000 methods with method_cap=32 gave 1,001 span names, the longest 100,002
+    characters.  Now the spans name the same 33 methods the metric labels do."""
+    methods = [f"method_{i}" for i in range(999)] + ["x" * 100_002]
+    options = Options(
+        meter_provider=otel.meter_provider,
+        tracer_provider=otel.tracer_provider,
+        clock=clock,
+        method_cap=32,
+    )
+    channel = pairwatch.open_channel(bound=True, options=options)
+    channel.sent(dumps([req(i, m) for i, m in enumerate(methods)]))
+    clock.advance(0.01)
+    channel.received(dumps([res(i) for i in range(len(methods))]))
+    channel.close("body_end")
+    spans = otel.spans()
+    assert len(spans) == 1_001
+    names = {s.name for s in spans}
+    assert len(names) == 34
+    assert max(len(n) for n in names) == len("jsonrpc batch") == 13
+    kept = {f"method_{i}" for i in range(32)}
+    assert names == {"jsonrpc batch", OTHER_METHOD} | kept
+    span_methods = {s.attributes["rpc.method"] for s in spans if s.parent is not None}
+    assert span_methods == kept | {OTHER_METHOD}
+    metric_methods = {a["rpc.method"] for a in otel.attrs("batch.pair_latency")}
+    assert metric_methods == span_methods
+    assert otel.hist("batch.pair_latency", rpc__method=OTHER_METHOD)[0] == 1_000 - 32
+
+
+def test_a_long_name_takes_no_slot():
+    limit = Limiter(cap=2, max_length=5)
+    assert limit("x" * 6) == OTHER_METHOD
+    assert limit(None) == OTHER_METHOD
+    assert limit(OTHER_METHOD) == OTHER_METHOD
+    assert [limit("a"), limit("bcdef"), limit("c"), limit("a")] == ["a", "bcdef", OTHER_METHOD, "a"]
+    assert len(limit) == 2
+
+
+def _series(otel) -> int:
+    return len(otel.collect())
+
+
+def test_hostile_methods_addresses_and_channels_stay_under_the_stated_series(otel, clock):
+    options = Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    for i in range(HOSTILE):
+        channel = pairwatch.open_channel(
+            bound=True, transport="http", server_address=f"host-{i}.example", options=options
+        )
+        channel.sent(dumps(req(i, f"method_{i}")))
+        channel.received(dumps(res(i)))
+        channel.close("body_end")
+    points = otel.collect()
+    assert len(points) == 1_040 < SERIES_BOUND
+    addresses = {a.get("server.address") for _, a, _ in points if a.get("server.address")}
+    assert len(addresses) == 65  # 64 kept, then _OTHER
+    assert OTHER_METHOD in addresses
+    methods = {a["rpc.method"] for a in otel.attrs("batch.pair_latency")}
+    assert len(methods) == 33
+    # The books still balance: every request is counted, in some bounded series.
+    assert otel.value("batch.requests") == HOSTILE
+    latencies = [p for n, _, p in points if n == "batch.pair_latency"]
+    assert sum(p.count for p in latencies if isinstance(p, HistogramDataPoint)) == HOSTILE
+    telemetry = channel.telemetry
+    assert len(telemetry.methods) == 32
+    assert len(telemetry.addresses) == 64
+    assert len(telemetry._labels) == 65
+
+
+def test_label_sets_are_evicted_past_their_cap(otel):
+    telemetry = Telemetry(otel.meter_provider, label_sets_cap=3)
+    first = telemetry.labels("http", "a", None)
+    for integration in "bcd":
+        telemetry.labels("http", integration, None)
+    assert len(telemetry._labels) == 3
+    again = telemetry.labels("http", "a", None)
+    assert again is not first
+    assert again.base == first.base
+
+
+def test_telemetry_cache_forgets_instances_with_their_providers():
+    cache = TelemetryCache()
+    meter_provider = MeterProvider(shutdown_on_exit=False)
+    tracer_provider = TracerProvider(shutdown_on_exit=False)
+    key = (meter_provider, tracer_provider, 32, True)
+    telemetry = cache.get(*key, functools.partial(Telemetry, meter_provider, tracer_provider))
+    assert cache.get(*key, functools.partial(Telemetry, None, None)) is telemetry
+    assert len(cache) == 1
+    gone = weakref.ref(telemetry)
+    del telemetry, meter_provider, tracer_provider, key
+    gc.collect()
+    assert len(cache) == 0
+    assert gone() is None  # nothing else (not the deferred queue's drain hook) holds it
+
+
+def test_telemetry_cache_is_capped_for_providers_it_cannot_watch():
+    cache = TelemetryCache(cap=4)
+    keep = [object() for _ in range(10)]  # plain objects cannot be weakly referenced
+    for provider in keep:
+        cache.get(provider, None, 32, False, lambda: Telemetry(None, None))
+    assert len(cache) == 4
+
+
+def _late_tally(lateness: list[float]) -> Tally:
+    """A stray tally as the ledger reports late replies: each is still an unknown-id response."""
+    tally = Tally()
+    for key, seconds in enumerate(lateness):
+        tally.unknown += 1
+        tally.add_late(key, seconds)
+    return tally
+
+
+def test_late_replies_are_counted_with_their_lateness(otel):
+    telemetry = Telemetry(otel.meter_provider)
+    labels = telemetry.labels("stdio", "manual", None)
+    telemetry.stray(labels, None, _late_tally([0.5, 1.5]))
+    telemetry.stray(labels, None, Tally())  # nothing late: no late count, no error
+    pairwatch.flush()
+    assert otel.value("batch.late_response") == 2
+    assert otel.value("batch.unknown_id_response") == 2
+    assert otel.hist("batch.response_lateness") == (2, 2.0)
+    assert otel.value("pairwatch.internal_errors") == 0

@@ -1,0 +1,179 @@
+"""What a pip user gets: a wheel carrying the dashboards, rules and runbook, a command that
+writes them out, --version, the license; and the same export from a checkout.
+
+The wheel is built from this checkout and installed into a fresh virtualenv, so the test
+reads the files from the installed package, not from the repository.  The exported rules go
+through the real promtool (``check rules`` and the shipped ``test rules``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+from components import need, require
+
+import pairwatch
+
+REPO = Path(__file__).resolve().parents[1]
+DASHBOARDS = REPO / "dashboards"
+PROMTOOL = "apt-get install prometheus (done by .ci/run)"
+
+
+def shipped_files() -> dict[str, bytes]:
+    """What the repository's dashboards/ holds that a user deploys (not the generators)."""
+    return {
+        p.relative_to(DASHBOARDS).as_posix(): p.read_bytes()
+        for p in sorted(DASHBOARDS.rglob("*"))
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    }
+
+
+def exported(target: Path) -> dict[str, bytes]:
+    return {p.relative_to(target).as_posix(): p.read_bytes()
+            for p in sorted(target.rglob("*")) if p.is_file()}
+
+
+def promtool_checks(target: Path) -> None:
+    require(shutil.which("promtool") is not None, "promtool", PROMTOOL)
+    rules = sorted(str(p) for p in (target / "rules").glob("*.yaml"))
+    assert len(rules) >= 2, rules
+    check = subprocess.run(["promtool", "check", "rules", *rules],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("SUCCESS") == len(rules), check.stdout
+    tests = sorted(str(p) for p in (target / "rules" / "tests").glob("*.yaml"))
+    if tests:
+        done = subprocess.run(["promtool", "test", "rules", *tests], cwd=target / "rules",
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def run(*args: str, exe: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [exe] if exe else [sys.executable, "-m", "pairwatch"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_export_from_a_checkout_writes_every_shipped_file_and_the_rules_pass_promtool(tmp_path):
+    target = tmp_path / "monitoring"
+    done = run("dashboards", "export", str(target))
+    assert done.returncode == 0, done.stderr
+    want = shipped_files()
+    assert {"pairwatch.json", "runbook.md", "rules/pairwatch-alerts.yaml",
+            "rules/pairwatch-recording.yaml"} <= set(want)
+    assert exported(target) == want
+    assert sorted(done.stdout.splitlines()) == sorted(str(target / name) for name in want)
+    promtool_checks(target)
+
+
+def test_runbook_url_points_every_alert_at_the_published_runbook(tmp_path):
+    url = "https://wiki.example.com/ops/pairwatch-runbook.md"
+    target = tmp_path / "out"
+    done = run("dashboards", "export", str(target), "--runbook-url", url)
+    assert done.returncode == 0, done.stderr
+    original = (DASHBOARDS / "rules" / "pairwatch-alerts.yaml").read_text()
+    alerts = (target / "rules" / "pairwatch-alerts.yaml").read_text()
+    before = re.findall(r'runbook_url:\s*"?([^"\s]+)', original)
+    after = re.findall(r'runbook_url:\s*"?([^"\s]+)', alerts)
+    assert len(after) == len(before) >= 1
+    # The address is replaced, each alert keeps its own anchor.
+    assert [a.split("#", 1)[1] for a in after] == [b.split("#", 1)[1] for b in before]
+    assert all(a.startswith(url + "#") for a in after), after
+    dashboard = (target / "pairwatch.json").read_text()
+    assert "runbook.md" not in dashboard.replace(url, "")
+    promtool_checks(target)  # the rule tests expect the same rewritten annotations
+
+
+def test_export_refuses_to_overwrite_without_force(tmp_path):
+    assert run("dashboards", "export", str(tmp_path)).returncode == 0
+    (tmp_path / "runbook.md").write_text("our own notes\n")
+    again = run("dashboards", "export", str(tmp_path))
+    assert again.returncode == 2
+    assert again.stderr == (f"pairwatch dashboards: error: {tmp_path / 'README.md'} exists "
+                            "(use --force to overwrite)\n")
+    assert (tmp_path / "runbook.md").read_text() == "our own notes\n"
+    forced = run("dashboards", "export", str(tmp_path), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (tmp_path / "runbook.md").read_bytes() == (DASHBOARDS / "runbook.md").read_bytes()
+
+
+def test_a_bad_runbook_url_is_one_line(tmp_path):
+    done = run("dashboards", "export", str(tmp_path), "--runbook-url", "runbook.md")
+    assert done.returncode == 2
+    assert done.stderr == ("pairwatch dashboards: error: --runbook-url 'runbook.md' is not an "
+                           "http(s) URL\n")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    need("hatchling", "pip install 'pairwatch[test]' (hatchling builds the wheel offline)")
+    out = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--disable-pip-version-check", "-w", str(out), str(REPO)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    (found,) = out.glob("pairwatch-*.whl")
+    return found
+
+
+def test_the_wheel_carries_the_dashboards_license_and_metadata(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        data = {n: z.read(n) for n in names if n.startswith("pairwatch/_dashboards/")}
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = z.read(metadata_name).decode()
+        licenses = [n for n in names if n.endswith("licenses/LICENSE")]
+        license_text = z.read(licenses[0]).decode() if licenses else ""
+    assert {n.removeprefix("pairwatch/_dashboards/"): b for n, b in data.items()} == shipped_files()
+    assert not [n for n in names if n.startswith("pairwatch/_dashboards/") and n.endswith(".py")]
+    assert "Apache License" in license_text
+    assert "Version 2.0, January 2004" in license_text
+    assert "License-Expression: Apache-2.0" in metadata
+    for classifier in ("Programming Language :: Python :: 3.10", "Development Status :: ",
+                       "Typing :: Typed"):
+        assert f"Classifier: {classifier}" in metadata
+    assert "Description-Content-Type: text/markdown" in metadata
+    assert "Provides-Extra: httpx" in metadata
+    assert "Provides-Extra: demo" in metadata
+
+
+def test_a_pip_user_exports_the_dashboards_from_the_installed_wheel(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+         "--no-index", "--disable-pip-version-check", str(wheel)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    # The dependencies come from this environment's site-packages (read-only, appended after
+    # the new venv's own, so the installed wheel wins); the checkout's src/ is not visible.
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig."
+                                "get_paths()['purelib'])"], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (site / "deps.pth").write_text("\n".join(sorted(deps)) + "\n")
+    where = subprocess.run([str(python), "-c", "import pairwatch, sys; print(pairwatch.__file__);"
+                            "print(str(sys.path))"], capture_output=True, text=True, check=True)
+    assert where.stdout.startswith(str(site)), where.stdout
+    assert str(REPO / "src") not in where.stdout
+
+    exe = str(venv / "bin" / "pairwatch")
+    version = run("--version", exe=exe)
+    assert version.stdout == f"pairwatch {pairwatch.__version__}\n", version.stderr
+    target = tmp_path / "monitoring"
+    done = run("dashboards", "export", str(target), exe=exe)
+    assert done.returncode == 0, done.stderr
+    assert exported(target) == shipped_files()
+    promtool_checks(target)
