@@ -156,13 +156,6 @@ class FakePairwatchExporter:
                 self.violation.labels(**common, pairwatch_reason="reply_to_notifications").inc()
 
 
-<<<<<<< HEAD
-=======
-def _diagnosis(fault: str) -> str:
-    return "client_duplicate_ids" if fault == "duplicate_ids" else fault
-
-
->>>>>>> main
 # --- fixtures -----------------------------------------------------------------------------
 
 
