@@ -331,7 +331,7 @@ HEADER = """\
 # by job, pairwatch_transport, server_address and pairwatch_side (client and server counts
 # are never added together); audit captures (pairwatch_integration="audit") are left out.
 # Thresholds and their reasons: dashboards/runbook.md. Alertmanager inhibit rules:
-# dashboards/rules/alertmanager-inhibit.yaml.
+# dashboards/alertmanager/pairwatch-inhibit.yaml.
 #
 # runbook_url base: {base}
 """

@@ -7,7 +7,7 @@
 Writes, under --output-dir (default: this folder):
     pairwatch.json                              the Grafana dashboard
     rules/pairwatch-alerts.yaml                 the alert rules (dashboards/alerts.py)
-    rules/alertmanager-inhibit.yaml             the Alertmanager inhibit rules
+    alertmanager/pairwatch-inhibit.yaml         the Alertmanager inhibit rules
     rules/tests/pairwatch-thresholds.test.yaml  promtool tests at every threshold -1/+1
 
 `--runbook-url BASE` sets where every alert's runbook_url and every panel's "Runbook" link
@@ -50,7 +50,7 @@ DEFAULT_RUNBOOK_URL = alerts.DEFAULT_RUNBOOK_URL
 # What generate writes, relative to the output directory.
 DASHBOARD_FILE = Path("pairwatch.json")
 ALERTS_FILE = Path("rules/pairwatch-alerts.yaml")
-INHIBIT_FILE = Path("rules/alertmanager-inhibit.yaml")
+INHIBIT_FILE = Path("alertmanager/pairwatch-inhibit.yaml")
 THRESHOLD_TESTS_FILE = Path("rules/tests/pairwatch-thresholds.test.yaml")
 
 # Firing pairwatch alerts drawn on every time series panel, for the selected targets.

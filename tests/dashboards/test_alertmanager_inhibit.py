@@ -24,7 +24,7 @@ from conftest import missing
 from live import HOST, free_port, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-INHIBIT = REPO_ROOT / "dashboards" / "rules" / "alertmanager-inhibit.yaml"
+INHIBIT = REPO_ROOT / "dashboards" / "alertmanager" / "pairwatch-inhibit.yaml"
 HINT = "alertmanager not installed: run `apt-get install prometheus-alertmanager`"
 
 ROUTE = """\

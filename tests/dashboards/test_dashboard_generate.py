@@ -18,7 +18,7 @@ GENERATOR = DASHBOARDS / "generate.py"
 GENERATED = (
     "pairwatch.json",
     "rules/pairwatch-alerts.yaml",
-    "rules/alertmanager-inhibit.yaml",
+    "alertmanager/pairwatch-inhibit.yaml",
     "rules/tests/pairwatch-thresholds.test.yaml",
 )
 
