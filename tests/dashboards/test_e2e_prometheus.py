@@ -31,6 +31,7 @@ Everything listens on 127.0.0.1 only; the module takes about 30-60 s.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -181,7 +182,12 @@ def test_alerts_page_the_side_the_evidence_names(demo_prometheus: PrometheusServ
         client["annotations"]["runbook_url"] == "dashboards/runbook.md#pairwatchclientduplicateids"
     )
     description = client["annotations"]["description"]
-    assert "diagnosed client_duplicate_ids (job demo-client-bug, transport http" in description
+    transport = client["labels"]["pairwatch_transport"]
+    assert f"diagnosed client_duplicate_ids (job demo-client-bug, transport {transport}" in (
+        description
+    )
+    # The evidence quoted: "<count> of <total> batches closed in the last 5m (<share>)".
+    assert re.match(r"\d+ of \d+ batches closed in the last 5m \(\d+(\.\d+)?%\)", description)
     # instance (and any otel_scope_* label) was summed away.
     assert "instance" not in client["labels"]
     assert not any(name.startswith("otel_scope") for name in client["labels"])
