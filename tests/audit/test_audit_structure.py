@@ -182,3 +182,16 @@ def test_some_bodies_absent_still_exit_3_with_the_rest_counted(tmp_path):
     assert report["thresholds"][0]["failed"] is False
     assert run.stderr.startswith(f"pairwatch audit: {har}: 1 bodies are not in the capture")
     assert "the counts cover only the rest" in run.stderr
+
+
+def test_a_request_without_post_data_but_with_a_size_is_absent(tmp_path):
+    entry = _entry({}, {"size": 40, "text": json.dumps(REPLY)}, 120)
+    del entry["request"]["postData"]
+    get = _entry({}, {"size": 5, "text": "hello"}, 0)
+    get["request"]["method"] = "GET"
+    del get["request"]["postData"]
+    har = tmp_path / "c.har"
+    har.write_text(json.dumps(_har([entry, get])))
+    f = _totals(har)["files"][0]
+    assert f["bodies_absent"] == {"request body omitted when recorded": 1}
+    assert f["skipped"] == {"not JSON-RPC": 1}  # the GET: no body, nothing to judge

@@ -129,9 +129,9 @@ def _entry(
     if not isinstance(response, dict):
         raise CaptureError(path, where, "has no response object (an incomplete export?)")
     post = request.get("postData")
-    asked = Body(None)
-    if isinstance(post, dict):
-        asked = _body(post, path, where, "request.postData", side, request.get("bodySize"))
+    # No postData at all while bodySize counts bytes: the exporter dropped the whole member.
+    post = post if isinstance(post, dict) else {}
+    asked = _body(post, path, where, "request.postData", side, request.get("bodySize"))
     if asked.absent is not None:
         stats.absent[f"request body {asked.absent}"] += 1  # JSON-RPC or not: unknowable
         return
