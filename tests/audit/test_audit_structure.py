@@ -136,7 +136,7 @@ def test_a_reply_body_omitted_alone_is_reported(tmp_path):
     assert run.returncode == 3
     f = json.loads(run.stdout)["files"][0]
     assert f["bodies_absent"] == {"response body omitted when recorded": 1}
-    assert "1 bodies are not in the capture" not in run.stderr  # no channel: none counted
+    assert "1 body is not in the capture" not in run.stderr  # no channel: none counted
     assert "the capture holds no bodies to pair (1 response body omitted" in run.stderr
 
 
@@ -180,7 +180,7 @@ def test_some_bodies_absent_still_exit_3_with_the_rest_counted(tmp_path):
     report = json.loads(run.stdout)
     assert report["totals"]["missing"] == 1
     assert report["thresholds"][0]["failed"] is False
-    assert run.stderr.startswith(f"pairwatch audit: {har}: 1 bodies are not in the capture")
+    assert run.stderr.startswith(f"pairwatch audit: {har}: 1 body is not in the capture")
     assert "the counts cover only the rest" in run.stderr
 
 

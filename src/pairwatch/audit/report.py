@@ -160,9 +160,13 @@ def absence_message(f: dict[str, Any]) -> str | None:
     n = absent_bodies(f)
     if not n:
         return None
-    what = "; ".join(f"{k} {why}" for why, k in f["bodies_absent"].items())
+    what = "; ".join(
+        f"{k} {why if k == 1 else why.replace(' body ', ' bodies ', 1)}"
+        for why, k in f["bodies_absent"].items()
+    )
     if f["channels"]:
-        lead = f"{n} bodies are not in the capture ({what}): the counts cover only the rest"
+        are = "1 body is" if n == 1 else f"{n} bodies are"
+        lead = f"{are} not in the capture ({what}): the counts cover only the rest"
     else:
         lead = f"the capture holds no bodies to pair ({what})"
     return f"{lead}; {REMEDY}"

@@ -32,9 +32,10 @@ from pairwatch.audit.report import (
 )
 
 EPILOG = """\
-formats: HAR (.har: browser devtools, mitmproxy), JSON Lines (.jsonl: one
-{"ts", "dir": "sent"|"received"|"closed", "channel", "message"|"raw"} per line) and stdio
-transcripts ('> ' sent / '< ' received, one message per line, optional leading time).
+formats: HAR (.har, or a .zip HAR archive: browser devtools, Playwright, mitmproxy),
+JSON Lines (.jsonl: one {"ts", "dir": "sent"|"received"|"closed", "channel",
+"message"|"raw"} per line) and stdio transcripts ('> ' sent / '< ' received, one
+message per line, optional leading time).
 --fail-on NAME OP N (OP: > >= < <= == !=), NAME one of: batches, requests, missing,
 unknown_id, null_id, count_mismatch, duplicate_id, invalid_response, invalid_request,
 out_of_order, protocol_violation, internal_errors, not_ok (or the metric name).
