@@ -19,11 +19,12 @@ import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._calls import Args, Kwargs
+from pairwatch.integrations._decoders import Chosen
 from pairwatch.integrations._patch import Wrapper
 from pairwatch.integrations._stream import Tap
 from pairwatch.pairing import wire
@@ -71,9 +72,9 @@ def request_payload(body: object) -> wire.Payload | None:
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
     parsed = wire.parse(body, wire.Kind.REQUEST)
-    if not parsed.size:
+    if not parsed.size and not parsed.empty_batch:
         return None
-    return parsed
+    return parsed  # [] too: the ledger holds it until its reply shows JSON-RPC
 
 
 def decoded_payload(value: object) -> wire.Payload | None:
@@ -81,13 +82,13 @@ def decoded_payload(value: object) -> wire.Payload | None:
     if isinstance(value, dict):
         looks = "jsonrpc" in value
     elif isinstance(value, list):
-        looks = bool(value) and isinstance(value[0], dict) and "jsonrpc" in value[0]
+        looks = not value or (isinstance(value[0], dict) and "jsonrpc" in value[0])
     else:
         looks = False
     if not looks:
         return None
     parsed = wire.parse(value)
-    return parsed if parsed.messages else None
+    return parsed if parsed.messages or parsed.empty_batch else None
 
 
 def start_exchange(
@@ -96,9 +97,15 @@ def start_exchange(
     integration: str,
     host: str | None,
     raw: object = None,
+    read_timeout: float | None = None,
 ) -> Channel:
     """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
-    the body as sent, is read only when payload capture is on)."""
+    the body as sent, is read only when payload capture is on).
+
+    ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
+    waits that long instead of :attr:`Options.timeout`, so a long call the client still
+    awaits is not counted missing.  None: the client's setting is unknown.
+    """
     channel = Channel(
         transport="http",
         integration=integration,
@@ -106,8 +113,17 @@ def start_exchange(
         bound=True,
         options=options,
     )
-    channel.sent_parsed(payload, raw)
+    channel.sent_parsed(payload, raw, read_timeout)
     return channel
+
+
+REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+
+
+def answered_elsewhere(status: object, location: object) -> bool:
+    """Whether a response says the request is answered on another channel: 202 Accepted
+    (the reply comes on a stream), or a redirect (the request is sent again)."""
+    return status == 202 or (status in REDIRECTS and bool(location))
 
 
 @dataclass(frozen=True)
@@ -115,12 +131,16 @@ class Request:
     """What a library's send call carries: the body as sent and where it goes.
 
     ``decoded`` marks a body handed over as a JSON object (aiohttp's ``json=``) rather than
-    bytes or text.
+    bytes or text.  ``parsed`` is the payload when the integration already knows it (a
+    redirected request whose body is a stream pairwatch must not read).  ``read_timeout``
+    is the client's own for this call: seconds, ``math.inf`` for none, None when unknown.
     """
 
     body: object
     url: object
     decoded: bool = False
+    parsed: wire.Payload | None = None
+    read_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -129,10 +149,32 @@ class Exchange:
 
     channel: Channel
     payload: wire.Payload
+    read_timeout: float | None = None
+    raw: object = None
 
-    def tap(self, content_type: str | None, encoding: str | None) -> Tap:
-        """A tap for the response body; a batch sent may come back one element per event."""
-        return Tap(self.channel, content_type, encoding, batch_sent=self.payload.is_batch)
+    def tap(
+        self,
+        content_type: str | None,
+        encoding: str | None,
+        *,
+        decoder: Chosen | None = None,
+        status: object = None,
+        location: object = None,
+    ) -> Tap:
+        """A tap for the response body; a batch sent may come back one element per event.
+
+        ``decoder`` is built from the client library's own content decoders; without one,
+        ``encoding`` gets the standard library's gzip and deflate.
+        """
+        return Tap(
+            self.channel,
+            content_type,
+            encoding,
+            batch_sent=self.payload.is_batch,
+            decoder=decoder,
+            elsewhere=answered_elsewhere(status, location),
+            read_timeout=self.read_timeout,
+        )
 
     def close(self, reason: str) -> None:
         guard.shielded("close_" + reason, self.channel.close, reason)
@@ -158,6 +200,8 @@ class HttpClient:
 
     def payload(self, request: Request) -> wire.Payload | None:
         """The JSON-RPC payload of the body, or None when it is not JSON-RPC."""
+        if request.parsed is not None:
+            return request.parsed
         return decoded_payload(request.body) if request.decoded else request_payload(request.body)
 
     def attach(
@@ -182,8 +226,9 @@ def _begin(
         if request is None or payload is None:
             return None
         host = host_of(request.url)
-        channel = start_exchange(payload, options, client.integration, host, request.body)
-        return Exchange(channel, payload)
+        timeout = request.read_timeout
+        channel = start_exchange(payload, options, client.integration, host, request.body, timeout)
+        return Exchange(channel, payload, timeout, request.body)
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None

@@ -18,10 +18,13 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import math
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
 from pairwatch.channel import Options
+from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import (
     Exchange,
@@ -32,6 +35,7 @@ from pairwatch.integrations._exchange import (
 )
 from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.integrations._stream import Tap
+from pairwatch.pairing import wire
 
 LIBRARIES = ("httpx", "httpx2")
 
@@ -124,15 +128,27 @@ class _Httpx(HttpClient):
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         request: Any = argument(args, kwargs, 0, "request")
+        timeout = _read_timeout(request)
+        followed = _REDIRECTED.pop(request, None)
+        if followed is not None:  # the caller sends a redirect's next_request itself
+            return Request(followed[1], request.url, parsed=followed[0], read_timeout=timeout)
         try:
             body = request.content  # raises for a streaming request body: not ours
         except Exception:
             return None
-        return Request(body, request.url)
+        return Request(body, request.url, read_timeout=timeout)
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
-        tap = exchange.tap(headers.get("content-type"), headers.get("content-encoding"))
+        encoding = headers.get("content-encoding")
+        tap = exchange.tap(
+            headers.get("content-type"),
+            encoding,
+            decoder=_decoders.for_httpx(self.integration, encoding),
+            status=response.status_code,
+            location=headers.get("location"),
+        )
+        _remember_redirect(exchange, response)
         if response.is_stream_consumed:
             # A response hook already read the body: it is all in ``content``.
             tap.chunk(response.content)
@@ -154,6 +170,39 @@ class _Httpx(HttpClient):
         except BaseException:
             await response.aclose()
             raise
+
+
+_REDIRECTED: weakref.WeakKeyDictionary[Any, tuple[wire.Payload, object]] = (
+    weakref.WeakKeyDictionary()
+)
+"""A redirect's ``next_request`` -> the payload (and body) of the request it re-sends.
+
+With ``follow_redirects=False`` httpx hands the caller a 3xx whose ``next_request`` carries
+the original body as a *stream* (the MCP SDK then calls ``client.send(next_request)``
+itself).  pairwatch must not read that stream; it already knows what it holds, so the
+re-sent request is tracked with the payload of the one it repeats.  Keyed weakly: a redirect
+nobody follows is forgotten with its request.
+"""
+
+
+def _remember_redirect(exchange: Exchange, response: Any) -> None:
+    following = getattr(response, "next_request", None)
+    original = getattr(response, "request", None)
+    # 303 (and 301/302 after a POST) turn the method into GET without a body: nothing to carry.
+    if following is not None and original is not None and following.method == original.method:
+        _REDIRECTED[following] = (exchange.payload, exchange.raw)
+
+
+def _read_timeout(request: Any) -> float | None:
+    """httpx's read timeout for this request (its ``Timeout.read``): inf for none."""
+    try:
+        timeouts = request.extensions.get("timeout")
+        if not isinstance(timeouts, dict) or "read" not in timeouts:
+            return None
+        read = timeouts["read"]
+        return math.inf if read is None else float(read)
+    except Exception:
+        return None
 
 
 def _wrapper(lib_name: str, is_async: bool, options: Callable[[], Options]) -> Wrapper:
