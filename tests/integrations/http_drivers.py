@@ -133,6 +133,10 @@ def bare(client: Any) -> Any:
 SCRIPTS: dict[str, tuple[int, dict[str, str], list[bytes], bool]] = {}
 """path -> (status, headers, body chunks written one by one, whether to cut the body)."""
 
+HOOKS: dict[str, Callable[[int], None]] = {}
+"""path -> called with the chunk's index before each body chunk, after the headers are sent
+(a slow server's pauses)."""
+
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -152,7 +156,11 @@ class Handler(BaseHTTPRequestHandler):
         if not chunked:
             self.send_header("Content-Length", str(len(body) * (2 if cut else 1)))
         self.end_headers()
-        for chunk in chunks:
+        hook = HOOKS.get(self.path)
+        for index, chunk in enumerate(chunks):
+            if hook is not None:
+                self.wfile.flush()
+                hook(index)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
             self.wfile.flush()
         if cut:
