@@ -222,3 +222,42 @@ def test_aiohttp_redirect_not_followed_counts_nothing(otel, scripted):
 
     assert asyncio.run(run()) == 307
     assert otel.counters() == {}
+
+
+# ------------------------------------------------------------- streamed request bodies
+def chunks_of(body: bytes) -> Any:
+    yield body[:10]
+    yield body[10:]
+
+
+async def achunks_of(body: bytes) -> Any:
+    yield body[:10]
+    yield body[10:]
+
+
+def test_httpx_generator_body_is_tracked(otel, scripted):
+    """A body httpx sends as a stream (a generator): pairwatch sees the chunks as they go
+    out, and the exchange counts as any other."""
+    with pairwatch.instrument(httpx.Client(timeout=5), **providers(otel)) as client:
+        r = client.post(scripted + "/mcp/", content=chunks_of(REQUEST), headers=JSON)
+        assert r.content == REPLY
+        # Not JSON-RPC: untouched and uncounted, read for the caller as httpx would.
+        other = client.post(scripted + "/mcp/", content=chunks_of(b"<upload/>"))
+        assert other.content == REPLY
+    paired_books(otel)
+
+
+def test_httpx_async_generator_body_is_tracked(otel, scripted):
+    async def run() -> httpx.Response:
+        async with pairwatch.instrument(httpx.AsyncClient(timeout=5), **providers(otel)) as c:
+            return await c.post(scripted + "/mcp/", content=achunks_of(REQUEST))
+
+    assert asyncio.run(run()).content == REPLY
+    paired_books(otel)
+
+
+def test_requests_generator_body_is_tracked(otel, scripted):
+    with pairwatch.instrument(requests.Session(), **providers(otel)) as session:
+        r = session.post(scripted + "/mcp/", data=chunks_of(REQUEST), headers=JSON, timeout=5)
+        assert r.content == REPLY
+    paired_books(otel)

@@ -26,7 +26,7 @@ from pairwatch.channel import Channel, Options
 from pairwatch.integrations._calls import Args, Kwargs
 from pairwatch.integrations._decoders import Chosen
 from pairwatch.integrations._patch import Wrapper
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._stream import MAX_BODY, Tap
 from pairwatch.pairing import wire
 
 ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_http", default=False)
@@ -180,6 +180,49 @@ class Exchange:
         guard.shielded("close_" + reason, self.channel.close, reason)
 
 
+class Streamed:
+    """A request body the library sends as a stream (a generator, a file): pairwatch sees a
+    copy of each chunk as it goes out, and the exchange opens when the body has been sent.
+
+    Only what could be JSON text is kept (the first byte must open an object or array) and
+    at most ``MAX_BODY`` bytes of it, so an upload costs one look at its first chunk.
+    """
+
+    __slots__ = ("_chunks", "_open", "_size", "dead", "exchange")
+
+    def __init__(self, open_exchange: Callable[[wire.Payload, bytes], Exchange]) -> None:
+        self._open = open_exchange
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.dead = False
+        self.exchange: Exchange | None = None
+
+    def chunk(self, data: bytes) -> None:
+        if self.dead or not data:
+            return
+        if not self._size:
+            head = data.lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+            if head and head not in (b"{", b"["):
+                self.dead = True
+                return
+        self._size += len(data)
+        if self._size > MAX_BODY:
+            self.dead, self._chunks = True, []
+            return
+        self._chunks.append(bytes(data))
+
+    def end(self) -> None:
+        """The body was sent whole: open the exchange if it was JSON-RPC."""
+        if self.dead or self.exchange is not None:
+            return
+        self.dead = True
+        body = b"".join(self._chunks)
+        self._chunks = []
+        payload = request_payload(body)
+        if payload is not None:
+            self.exchange = self._open(payload, body)
+
+
 class HttpClient:
     """What one HTTP client library tells the skeleton; subclasses fill in the blanks.
 
@@ -210,6 +253,13 @@ class HttpClient:
         """Show the response body to a tap; return the tap while the body is still to come."""
         raise NotImplementedError
 
+    def stream_request(
+        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
+    ) -> Request | None:
+        """For a request whose body is a stream: let ``streamed`` see it as it is sent and
+        say where it goes; None when the library (or this body) offers no such view."""
+        return None
+
     def read(self, response: Any) -> None:
         """Read a buffered body the way the library's own send does (``stream_flag`` only)."""
 
@@ -234,6 +284,39 @@ def _begin(
         return None
 
 
+def _begin_streamed(
+    client: HttpClient, options: Options, instance: Any, args: tuple[Any, ...], kwargs: Any
+) -> Streamed | None:
+    found: list[Request] = []
+
+    def open_exchange(payload: wire.Payload, body: bytes) -> Exchange:
+        request = found[0]
+        timeout = request.read_timeout
+        host = host_of(request.url)
+        channel = start_exchange(payload, options, client.integration, host, body, timeout)
+        return Exchange(channel, payload, timeout, body)
+
+    try:
+        streamed = Streamed(open_exchange)
+        request = client.stream_request(instance, args, kwargs, streamed)
+        if request is None:
+            return None
+        found.append(request)
+        return streamed
+    except Exception as exc:
+        guard.report(client.integration + "_send", exc, None)
+        return None
+
+
+def _opened(streamed: Streamed | None) -> Exchange | None:
+    return None if streamed is None else streamed.exchange
+
+
+def _wants_read(client: HttpClient, kwargs: dict[str, Any]) -> bool:
+    flag = client.stream_flag
+    return flag is not None and kwargs.get(flag, not client.streaming) != client.streaming
+
+
 def _sent_kwargs(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:
     flag = client.stream_flag
     return kwargs if flag is None else {**kwargs, flag: client.streaming}
@@ -243,9 +326,8 @@ def _attach(
     client: HttpClient, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
 ) -> bool:
     """Tap the response; True when the skeleton must then read the body for the caller."""
-    flag = client.stream_flag
-    caller_streams = flag is not None and kwargs.get(flag, not client.streaming) == client.streaming
-    wants_read = flag is not None and not caller_streams
+    wants_read = _wants_read(client, kwargs)
+    caller_streams = client.stream_flag is not None and not wants_read
     try:
         tap = client.attach(exchange, response, instance, kwargs)
     except Exception as exc:
@@ -264,15 +346,28 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
     def send(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        exchange = None if ACTIVE.get() else _begin(client, options(), instance, args, kwargs)
-        if exchange is None:
+        if ACTIVE.get():
             return wrapped(*args, **kwargs)
+        opts = options()
+        exchange = _begin(client, opts, instance, args, kwargs)
+        streamed = None
+        if exchange is None:
+            streamed = _begin_streamed(client, opts, instance, args, kwargs)
+            if streamed is None:
+                return wrapped(*args, **kwargs)
         try:
             with tracking():
                 response = wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
-            exchange.close("send_failed")
+            exchange = exchange or _opened(streamed)
+            if exchange is not None:
+                exchange.close("send_failed")
             raise
+        exchange = exchange or _opened(streamed)
+        if exchange is None:  # the streamed body was not JSON-RPC after all
+            if _wants_read(client, kwargs):
+                client.read(response)
+            return response
         if _attach(client, exchange, response, instance, kwargs):
             client.read(response)
         return response
@@ -286,15 +381,28 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
     async def send(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        exchange = None if ACTIVE.get() else _begin(client, options(), instance, args, kwargs)
-        if exchange is None:
+        if ACTIVE.get():
             return await wrapped(*args, **kwargs)
+        opts = options()
+        exchange = _begin(client, opts, instance, args, kwargs)
+        streamed = None
+        if exchange is None:
+            streamed = _begin_streamed(client, opts, instance, args, kwargs)
+            if streamed is None:
+                return await wrapped(*args, **kwargs)
         try:
             with tracking():
                 response = await wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
-            exchange.close("send_failed")
+            exchange = exchange or _opened(streamed)
+            if exchange is not None:
+                exchange.close("send_failed")
             raise
+        exchange = exchange or _opened(streamed)
+        if exchange is None:  # the streamed body was not JSON-RPC after all
+            if _wants_read(client, kwargs):
+                await client.aread(response)
+            return response
         if _attach(client, exchange, response, instance, kwargs):
             await client.aread(response)
         return response

@@ -23,6 +23,7 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
+from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
@@ -30,6 +31,7 @@ from pairwatch.integrations._exchange import (
     Exchange,
     HttpClient,
     Request,
+    Streamed,
     async_send,
     sync_send,
 )
@@ -117,6 +119,47 @@ def _tees(lib_name: str) -> tuple[type, type]:
     return SyncTee, AsyncTee
 
 
+@functools.cache
+def _request_tee(lib_name: str) -> type:
+    """A request body stream (both sync and async, like httpx's own ``ByteStream``) that
+    hands the transport the inner stream's chunks unchanged and shows pairwatch a copy."""
+    lib = importlib.import_module(lib_name)
+
+    class RequestTee(lib.SyncByteStream, lib.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, streamed: Streamed) -> None:
+            self._pw_inner = inner
+            self._pw_streamed = streamed
+
+        def __iter__(self) -> Iterator[bytes]:
+            seen = self._pw_streamed
+            for chunk in self._pw_inner:
+                guard.shielded("request_tee", seen.chunk, chunk)
+                yield chunk
+            guard.shielded("request_tee", seen.end)
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = self._pw_streamed
+            async for chunk in self._pw_inner:
+                guard.shielded("request_tee", seen.chunk, chunk)
+                yield chunk
+            guard.shielded("request_tee", seen.end)
+
+        def close(self) -> None:
+            close = getattr(self._pw_inner, "close", None)
+            if close is not None:
+                close()
+
+        async def aclose(self) -> None:
+            aclose = getattr(self._pw_inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.__dict__["_pw_inner"], name)
+
+    return RequestTee
+
+
 class _Httpx(HttpClient):
     """The request is ``send``'s first argument; the response's byte stream gets a tee."""
 
@@ -137,6 +180,22 @@ class _Httpx(HttpClient):
         except Exception:
             return None
         return Request(body, request.url, read_timeout=timeout)
+
+    def stream_request(
+        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
+    ) -> Request | None:
+        """A generator or file body: the exchange opens once httpx has sent it whole."""
+        request: Any = argument(args, kwargs, 0, "request")
+        try:
+            request.content  # noqa: B018 - bytes were judged already: not a stream
+            return None
+        except Exception:
+            pass
+        inner = getattr(request, "stream", None)
+        if inner is None:
+            return None
+        request.stream = _request_tee(self.integration)(inner, streamed)
+        return Request(None, request.url, read_timeout=_read_timeout(request))
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
