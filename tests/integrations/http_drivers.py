@@ -145,8 +145,14 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _reply(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:  # a streamed request body: read it all, or the connection desyncs
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                self.rfile.read(size + 2)
+                if not size:
+                    break
+        else:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status, headers, chunks, cut = SCRIPTS.get(self.path, (404, {}, [b"no script"], False))
         self.send_response(status)
         body = b"".join(chunks)
