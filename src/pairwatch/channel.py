@@ -285,23 +285,14 @@ class Channel:
 
     def postpone(self, timeout: float) -> None:
         """The exchange is still receiving: its open batches wait ``timeout`` more from now."""
-        try:
-            self.ledger.postpone(timeout)
-        except Exception as exc:
-            guard.report("postpone", exc, self.telemetry.internal_error)
+        guard.shielded(
+            "postpone", self.ledger.postpone, timeout, count=self.telemetry.internal_error
+        )
 
     def withdraw(self) -> None:
-        """Forget every open batch without counting it: its replies come on another channel.
-
-        For an HTTP exchange acknowledged with 202, or redirected: the exchange that carried
-        the request is not where it is answered, so nothing is missing on it.  What the
-        request's real channel (an MCP session, the redirected exchange) sees is counted
-        there.
-        """
-        try:
-            self.ledger.withdraw()
-        except Exception as exc:
-            guard.report("withdraw", exc, self.telemetry.internal_error)
+        """Forget every open batch uncounted: a 202 or a redirect says its replies come on
+        another channel (an MCP session's stream, the redirected exchange), counted there."""
+        guard.shielded("withdraw", self.ledger.withdraw, count=self.telemetry.internal_error)
 
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
