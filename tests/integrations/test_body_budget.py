@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import threading
 
 import httpx
@@ -85,3 +86,26 @@ def test_a_tap_dropped_half_read_gives_its_share_back(otel, small_budget):
     del tap
     gc.collect()
     assert small_budget.used == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+def test_a_forked_child_starts_with_the_whole_budget(otel, small_budget):
+    channel = open_channel(
+        bound=True, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+    )
+    channel.sent(REQUEST)
+    tap = Tap(channel, "application/json")
+    tap.chunk(REPLY[:60])
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it has charged, then leave at once
+        os.write(write, str(body_budget().used).encode())
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 32) == b"0"
+    os.close(read)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert small_budget.used == 60  # the parent's charge stands
+    tap.end()  # 60 of the 80 bytes: not JSON, so both requests close missing
+    assert otel.value("batch.missing_response", pairwatch__close_reason="body_end") == 2
+    assert otel.value("batch.invalid_response", pairwatch__reason="unparseable") == 1

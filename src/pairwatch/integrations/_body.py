@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import threading
 from typing import Final
 
@@ -99,10 +100,18 @@ class BodyBudget:
     def release(self, n: int) -> None:
         if n:
             with self._lock:
-                self._used -= n
+                self._used = max(0, self._used - n)
+
+    def reset(self) -> None:
+        """A forked child starts with a fresh lock and nothing charged: the parent's bodies
+        are the parent's to read (and a lock held mid-fork would never be released)."""
+        self._lock = threading.Lock()
+        self._used = 0
 
 
 _budget = BodyBudget()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_budget.reset)
 
 
 def body_budget() -> BodyBudget:
