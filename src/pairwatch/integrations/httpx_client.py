@@ -191,9 +191,13 @@ class _Httpx(HttpClient):
             return None
         except Exception:
             pass
+        lib = importlib.import_module(self.integration)
+        wanted = (
+            lib.AsyncByteStream if isinstance(instance, lib.AsyncClient) else lib.SyncByteStream
+        )
         inner = getattr(request, "stream", None)
-        if inner is None:
-            return None
+        if not isinstance(inner, wanted):
+            return None  # httpx will refuse this body itself: leave its error untouched
         request.stream = _request_tee(self.integration)(inner, streamed)
         return Request(None, request.url, read_timeout=_read_timeout(request))
 
