@@ -8,8 +8,8 @@ While off, wrappers call the client's original method straight through and the c
 records nothing, so the client pays one flag check per call and no counter moves.  Batches
 in flight when the switch flips: one sent while off is not in the books, so its reply is
 not looked at either; one sent while on whose reply is read while off still closes (at its
-body's or stream's end, close or timeout) and counts the replies it did not see as missing.  Flip the switch between
-traffic, not in the middle of it, for exact books.
+body's or stream's end, close or timeout) and counts the replies it did not see as missing.
+Flip the switch between traffic, not in the middle of it, for exact books.
 """
 
 from __future__ import annotations

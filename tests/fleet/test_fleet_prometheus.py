@@ -17,8 +17,8 @@ sum exactly across the processes: what the queries return equals the sum of inje
 Worker 0 is restarted half-way with the same identity (port, or instance id), as a
 supervisor restarts a dead worker: its counters start again at 0.  Two readings are checked:
 
-* the rule's aggregation over the current counters (``rate(M[5m])`` read as ``M``) sums the
-  live processes: the first life of worker 0 is gone from it;
+* the rule's aggregation over the current counters (``rate(M{...}[5m])`` read as
+  ``M{...}``) sums the live processes: the first life of worker 0 is gone from it;
 * the rule's aggregation over ``increase(M[...])`` counts the reset as a reset and sums
   every life, the restarted worker's first life included.  ``increase`` extrapolates to the
   ends of its window; it is exact here because every series starts at 0 (pairwatch exports
@@ -120,18 +120,47 @@ class Worker:
         return f"127.0.0.1:{self.port}"
 
 
-def rule_expressions() -> dict[str, str]:
-    """counter -> the recording rule expression over it, as the file has it."""
+@dataclass(frozen=True)
+class Rule:
+    """A recording rule ``sum by (BY) (rate(NAME{MATCHERS}[5m]))`` from the rule file."""
+
+    record: str
+    by: str
+    name: str
+    matchers: str
+
+    def over(self, inner: str) -> str:
+        return f"sum by ({self.by}) ({inner})"
+
+    def selector(self, extra: str = "") -> str:
+        return self.name + "{" + ", ".join(m for m in (self.matchers, extra) if m) + "}"
+
+    def current(self) -> str:
+        """The rule over the counters' current values instead of their 5-minute rate."""
+        return self.over(self.selector())
+
+    def increase(self, extra: str, window: str, at: float) -> str:
+        """The rule over ``increase()`` of the whole run, read at ``at``."""
+        return self.over(f"increase({self.selector(extra)}[{window}] @ {at})")
+
+
+RULE = re.compile(r"sum by \(([\w, ]+)\) \(rate\((\w+)(?:\{([^}]*)\})?\[5m\]\)\)")
+
+
+def rule_expressions() -> dict[str, Rule]:
+    """counter -> its recording rule, as the file has it (parsed, and checked to rebuild)."""
     yaml = need("yaml", "pip install -e '.[dashboards]'")
     groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
-    found: dict[str, str] = {}
+    found: dict[str, Rule] = {}
     for group in groups:
         for rule in group["rules"]:
-            inner = re.fullmatch(
-                r"sum by \(([\w, ]+)\)\s*\(rate\((\w+)\[5m\]\)\)", rule["expr"].strip()
-            )
-            if inner and inner.group(2) in COUNTERS:
-                found[inner.group(2)] = rule["expr"].strip()
+            expr = " ".join(rule["expr"].split())
+            parsed = RULE.fullmatch(expr)
+            if parsed and parsed.group(2) in COUNTERS:
+                found[parsed.group(2)] = made = Rule(
+                    rule["record"], *(g or "" for g in parsed.groups())
+                )
+                assert made.over(f"rate({made.selector()}[5m])") == expr
     assert set(found) == set(COUNTERS), found
     return found
 
@@ -260,24 +289,21 @@ def test_four_workers_sum_exactly_in_prometheus_across_a_restart(fleet):
     assert min(first_life.values()) > 0, first_life
 
     window = f"{int(time.time() - started) + 120}s"
-    for name, expr in rules.items():
+    for name, rule in rules.items():
         kinds = COUNTERS[name]
         # 1. The rule over current values: the live processes, summed exactly.
-        current = expr.replace(f"rate({name}[5m])", name)
+        current = rule.current()
         assert total(prom, current) == sum(r[k] for r in live for k in kinds), current
         # 2. The rule over increase(): every life, the restart counted as a reset.
         summed = 0.0
         for worker in workers:
-            at = total(prom, f"max(timestamp({name}{{{worker.selector}}}))")
-            one = expr.replace(
-                f"rate({name}[5m])", f"increase({name}{{{worker.selector}}}[{window}] @ {at})"
-            )
-            summed += total(prom, one)
+            at = total(prom, f"max(timestamp({rule.selector(worker.selector)}))")
+            summed += total(prom, rule.increase(worker.selector, window, at))
         assert summed == sum(r[k] for r in every_life for k in kinds), (name, every_life)
         resets = query(prom, f"resets({name}[{window}]) > 0")
         assert [r["metric"][workers[0].label] for r in resets] == [
             workers[0].selector.split('"')[1]
         ]
     # The recording rules themselves run in Prometheus over the whole fleet.
-    recorded = "job_transport_server_method:batch_missing_response:rate5m"
+    recorded = rules["batch_missing_response_total"].record
     assert wait_for(lambda: total(prom, recorded), lambda v: v > 0, TIMEOUT) > 0

@@ -39,10 +39,11 @@ class TelemetryCache:
     def __init__(self, cap: int = TELEMETRY_CAP) -> None:
         self.cap = cap
         self._entries: OrderedDict[Key, Telemetry] = OrderedDict()
-        # Re-entrant: building a Telemetry under the lock allocates, a garbage collection
-        # there may finalize a dead provider, and its _forget takes this lock on the same
-        # thread (with a plain Lock that thread waited on itself for ever).
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
+        # Keys whose provider was collected.  The finalizer only appends here: it runs at
+        # garbage-collection time, possibly in a thread that holds ``_lock`` inside ``get``
+        # (``build`` allocates), so taking the lock there would deadlock.
+        self._dead: list[Key] = []
 
     def get(
         self,
@@ -53,6 +54,8 @@ class TelemetryCache:
         build: Callable[[], Telemetry],
     ) -> Telemetry:
         key = (id(meter_provider), id(tracer_provider), method_cap, spans)
+        if self._dead:  # before any lookup: a new provider may reuse a dead one's id()
+            self._purge()
         found = self._entries.get(key)
         if found is not None:
             return found
@@ -72,12 +75,18 @@ class TelemetryCache:
             return found
 
     def _forget(self, key: Key) -> None:
+        self._dead.append(key)
+
+    def _purge(self) -> None:
         with self._lock:
-            self._entries.pop(key, None)
+            while self._dead:
+                self._entries.pop(self._dead.pop(), None)
 
     def entries(self) -> list[Telemetry]:
         """The cached instances, for :mod:`pairwatch.forks` (their limiters' locks)."""
         return list(self._entries.values())
 
     def __len__(self) -> int:
+        if self._dead:
+            self._purge()
         return len(self._entries)
