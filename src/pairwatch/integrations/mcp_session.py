@@ -29,41 +29,101 @@ Which hook sees what, and why
   coerced, such as ``"7"`` for 7).
 * ``session._dispatcher._fan_out_closed``: the read stream ended (the server exited, the
   connection dropped): every open batch closes as missing with reason ``stream_end``.
+* ``session._dispatcher.send_raw_request`` (per instance): the SDK's own life of one request.
+  A request whose call ends while pairwatch still waits for its reply closes then: reason
+  ``timeout`` when the SDK's clock ran out (the session's ``read_timeout_seconds`` or the
+  call's own), ``cancelled`` when the caller was cancelled, ``stream_end`` when the SDK
+  reported the connection closed.  pairwatch therefore keeps no clock of its own for a
+  session: a 60 s tool call without any read timeout waits, as the SDK does, for its reply
+  or the stream's end, and is never "missing, then late".
 
-Missing responses that nothing above closes close at the ledger's timeout: the session's
-read timeout (plus a short grace so the SDK's own clock, which starts after the write, acts
-first) when it has one, else pairwatch's ``timeout``.
+Where the replies arrive
+------------------------
+Pairing is per session, wherever the reply comes from: the stdio pipe, the SSE stream of the
+legacy transport (whose POSTs are only acknowledged with ``202 Accepted``), a streamable-HTTP
+POST's own stream, a GET stream, or a resumed stream.  While the session writes, the current
+context is marked as a tracked HTTP exchange (:data:`pairwatch.integrations._exchange.ACTIVE`);
+the transports POST in the writer's context, so an HTTP integration that is on as well (the
+global instrumentor) leaves those POSTs to the session instead of counting a ``202`` as a
+missing reply and ``Accepted`` as an unparseable one.
+
+Sessions over in-memory streams (``Client(server, mode="legacy")``,
+``create_client_server_memory_streams``, a hand-made anyio stream pair) carry the server's
+message objects themselves, with no text behind them: those objects are what the client
+reads, and they pair as such under ``pairwatch.transport="memory"``.  A session over an
+in-process ``DirectDispatcher`` (``Client(server)`` in any other mode) has no JSON-RPC at all;
+:mod:`pairwatch.integrations.mcp_direct` pairs its calls.
 
 Spans: pairwatch's own (scope ``pairwatch``), beside the SDK's ``MCP send ...`` spans and
 nested under them, with ``mcp.method.name``, ``jsonrpc.request.id``, ``gen_ai.tool.name``
 for ``tools/call`` and the outcome (``pairwatch.outcome``).
 
-Not supported: the in-process ``Client(server)`` path with a ``DirectDispatcher`` (no
-JSON-RPC on any wire) and mcp 1.x's ``BaseSession``.
+Not supported: mcp 1.x's ``BaseSession``.  With the global instrumentor on, every
+``ClientSession`` created is instrumented with its settings (:func:`targets`); an explicit
+``instrument(session)`` then takes over with its own.
 """
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
+import math
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+import anyio
+from mcp_types import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
 from opentelemetry.util.types import AttributeValue
 
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import mcp_raw
+from pairwatch.integrations import Handle, mcp_raw
 from pairwatch.integrations._calls import Args, Around, Kwargs, argument
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._exchange import ACTIVE
+from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.pairing.records import Batch, Call
 
-__all__ = ["McpHandle", "install"]
-
-GRACE = 0.5
-"""Seconds the ledger's timeout trails the session's read timeout (the SDK closes first)."""
+__all__ = ["McpHandle", "call_ended_reason", "install", "targets"]
 
 _MAX_TRACKED = 4096
+
+
+class _Request:
+    """One ``send_raw_request`` in flight: the batch its write opened, once written."""
+
+    __slots__ = ("batch",)
+
+    def __init__(self) -> None:
+        self.batch: Batch | None = None
+
+
+_REQUEST: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
+    "pairwatch_mcp_request", default=None
+)
+
+
+def call_ended_reason(exc: BaseException | None) -> str:
+    """Why the SDK stopped waiting for a reply, as a close reason, from how its call ended."""
+    if exc is None:
+        return "client_resolved"  # the SDK resolved it from something pairwatch did not pair
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
+    error = getattr(exc, "error", None)
+    code = getattr(error, "code", None)
+    if code == REQUEST_TIMEOUT:
+        return "timeout"
+    if code == CONNECTION_CLOSED:
+        return "stream_end"
+    return "send_failed" if isinstance(exc, (TimeoutError, OSError)) else "client_resolved"
+
 
 SdkKey = int | str
 
@@ -85,8 +145,9 @@ class _Session:
 
     channel: Channel  # set right after, since the channel needs span_attributes
 
-    def __init__(self, transport: str) -> None:
+    def __init__(self, transport: str, streamed: bool) -> None:
         self.transport = transport
+        self.streamed = streamed  # a transport's context streams (HTTP, SSE): SDK-made items
         self.address: str | None = None
         self.requests: dict[SdkKey, Batch] = {}
         # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
@@ -106,6 +167,9 @@ class _Session:
             if batch is None or not batch.calls or key is None:
                 return
             self._track(key, batch)
+            request = _REQUEST.get()
+            if request is not None and request.batch is None:
+                request.batch = batch
             name = params.get("name")
             spans = self.channel.telemetry.spans
             if spans and data.get("method") == "tools/call" and isinstance(name, str):
@@ -128,10 +192,17 @@ class _Session:
     # ----------------------------------------------------------------- incoming
     def incoming(self, item: object, sender_ctx: contextvars.Context | None) -> None:
         raw = mcp_raw.take(item, sender_ctx)
+        message = getattr(item, "message", None)
         if raw is not None:
             self._label(raw)
             self.channel.received(raw.data)
-        message = getattr(item, "message", None)
+        elif not self.streamed and message is not None and hasattr(message, "model_dump"):
+            # In memory: the server's own message object is what the client reads.
+            if self.transport != "memory":
+                self.transport = "memory"
+                self.channel.relabel("memory", integration="mcp")
+            dump = message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+            self.channel.received(dump)
         if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
             return
         key = _sdk_key(message.id)
@@ -154,6 +225,12 @@ class _Session:
     def stream_ended(self) -> None:
         self.requests.clear()
         self.channel.close("stream_end")
+
+    def call_ended(self, request: _Request, exc: BaseException | None) -> None:
+        """The SDK's call returned or raised: a batch still open is one it stopped awaiting."""
+        batch = request.batch
+        if batch is not None and batch.open:
+            self.channel.close_batch(batch, call_ended_reason(exc))
 
     # -------------------------------------------------------------------- spans
     def span_attributes(self, call: Call) -> Mapping[str, AttributeValue] | None:
@@ -194,21 +271,34 @@ def _session_of(obj: object) -> object:
     raise TypeError(f"pairwatch does not know {type(obj).__qualname__} (mcp 2.x ClientSession)")
 
 
-def install(obj: object, options: Options) -> McpHandle:
+_AUTO: weakref.WeakKeyDictionary[object, Handle] = weakref.WeakKeyDictionary()
+"""Sessions the global instrumentor instrumented, so that an explicit instrument() replaces
+its handle instead of stacking a second one."""
+
+
+def install(obj: object, options: Options) -> Handle:
     """Instrument an MCP ``ClientSession`` (or an entered ``Client``); TypeError at set-up."""
     session = _session_of(obj)
+    auto = _AUTO.pop(session, None)
+    if auto is not None:
+        auto.uninstall()
     dispatcher = vars(session)["_dispatcher"]
     if not all(callable(getattr(dispatcher, n, None)) for n in ("_write", "_dispatch")):
+        if callable(getattr(dispatcher, "send_raw_request", None)):
+            from pairwatch.integrations import mcp_direct
+
+            return mcp_direct.install(dispatcher, options)
         raise TypeError(
-            f"pairwatch: {type(dispatcher).__name__} carries no JSON-RPC messages "
-            "(an in-process Client(server)); nothing to pair"
+            f"pairwatch: {type(dispatcher).__name__} carries no JSON-RPC messages; nothing to pair"
         )
-    read_timeout = getattr(session, "_session_read_timeout_seconds", None)
-    if isinstance(read_timeout, (int, float)) and read_timeout > 0:
-        options = dataclasses.replace(options, timeout=float(read_timeout) + GRACE)
+    follows_sdk = callable(getattr(dispatcher, "send_raw_request", None))
+    if follows_sdk:  # the SDK's clock decides when a request stops waiting (see above)
+        options = dataclasses.replace(options, timeout=math.inf)
     stream = type(getattr(dispatcher, "_read_stream", None)).__name__
-    transport = "http" if stream.startswith("Context") else "stdio"  # refined by the first raw
-    state = _Session(transport)
+    streamed = stream.startswith("Context")
+    # Refined by the first message: its raw text names stdio, http or sse; none is memory.
+    transport = "http" if streamed else "stdio"
+    state = _Session(transport, streamed)
     state.channel = Channel(
         transport=transport,
         integration="mcp",
@@ -230,8 +320,10 @@ def install(obj: object, options: Options) -> McpHandle:
     on_closed = Around("mcp", count, finally_=state.stream_ended)
 
     try:
-        handle.wrap(dispatcher, "_write", on_write.wrapper(is_async=True))
+        handle.wrap(dispatcher, "_write", _claiming(on_write.wrapper(is_async=True)))
         handle.wrap(dispatcher, "_dispatch", on_dispatch.wrapper(is_async=True))
+        if follows_sdk:
+            handle.wrap(dispatcher, "send_raw_request", _following(state, count))
         if callable(getattr(dispatcher, "_fan_out_closed", None)):
             closed = on_closed.wrapper(is_async=False)
             handle.wrap(dispatcher, "_fan_out_closed", closed, always=True)
@@ -240,3 +332,57 @@ def install(obj: object, options: Options) -> McpHandle:
         handle.uninstall()
         raise
     return handle
+
+
+def _claiming(inner: Wrapper) -> Wrapper:
+    """Mark the writer's context as an exchange already tracked (by this session).
+
+    The HTTP transports POST in a copy of the writer's context, so the HTTP integrations
+    pass those POSTs through: their replies are the session's to pair, wherever they come.
+    """
+
+    async def write(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        token = ACTIVE.set(True)
+        try:
+            return await inner(wrapped, instance, args, kwargs)
+        finally:
+            ACTIVE.reset(token)
+
+    return write
+
+
+def _following(state: _Session, count: guard.ErrorCounter) -> Wrapper:
+    """Around ``send_raw_request``: note the batch its write opens; close it when the call
+    ends without pairwatch having paired it."""
+
+    async def send_raw_request(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        request = _Request()
+        token = _REQUEST.set(request)
+        failure: BaseException | None = None
+        try:
+            return await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            _REQUEST.reset(token)
+            guard.shielded("mcp", state.call_ended, request, failure, count=count)
+
+    return send_raw_request
+
+
+def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
+    """For the global instrumentor: every ``ClientSession`` is instrumented as it is made."""
+    from mcp.client.session import ClientSession
+
+    def init(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = wrapped(*args, **kwargs)
+        guard.shielded("mcp_auto", _auto, instance, options())
+        return result
+
+    return [(ClientSession, "__init__", init)]
+
+
+def _auto(session: object, options: Options) -> None:
+    if session not in _AUTO:
+        _AUTO[session] = install(session, options)
