@@ -16,8 +16,12 @@ find it for the very item being dispatched:
   transports parse with is replaced by a stand-in whose ``validate_json`` first stores the raw
   text in a :class:`~contextvars.ContextVar`.  That one hook sees every body the SDK parses:
   SSE event data, a JSON response body, and the JSON error body of a 4xx reply.
-  ``StreamableHTTPTransport._handle_post_request`` / ``handle_get_stream`` are wrapped only to
-  publish the server's host name (for the ``server.address`` label) the same way.
+  ``StreamableHTTPTransport._handle_post_request``, ``_run_request_post``,
+  ``_handle_resumption_request`` and ``handle_get_stream`` are wrapped only to publish the
+  server's host name (for the ``server.address`` label) the same way, and to mark the tasks
+  of an HTTP transport (:func:`from_wire`): an item sent from one without raw text is an
+  error the SDK made up, while an item from no transport at all is a message object handed
+  over in memory.
 
 A stored :class:`Raw` is taken once: an error the SDK synthesizes later in the same task (the
 stream ended, a 202, an unexpected content type) finds it already taken and is recognised as
@@ -40,7 +44,7 @@ from urllib.parse import urlsplit
 from pairwatch import guard
 from pairwatch.integrations._patch import Patches
 
-__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "release", "take"]
+__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "from_wire", "release", "take"]
 
 RAW_ATTRIBUTE = "_pairwatch_raw"
 
@@ -61,6 +65,16 @@ _RAW: contextvars.ContextVar[Raw | None] = contextvars.ContextVar("pairwatch_mcp
 _ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pairwatch_mcp_address", default=None
 )
+_WIRE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_mcp_wire", default=False)
+
+
+def from_wire(item: object, sender_ctx: contextvars.Context | None) -> bool:
+    """Whether a dispatched item came through a transport that reads a wire (stdio, HTTP)."""
+    if isinstance(getattr(item, RAW_ATTRIBUTE, None), Raw):
+        return True
+    return sender_ctx is not None and (
+        bool(sender_ctx.get(_WIRE)) or sender_ctx.get(_RAW) is not None
+    )
 
 
 def take(item: object, sender_ctx: contextvars.Context | None) -> Raw | None:
@@ -117,14 +131,17 @@ def _tag_line(
 async def _with_address(
     wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    token = None
+    token = wire = None
     with contextlib.suppress(Exception):
+        wire = _WIRE.set(True)
         token = _ADDRESS.set(urlsplit(str(getattr(instance, "url", ""))).hostname)
     try:
         return await wrapped(*args, **kwargs)
     finally:
         if token is not None:
             _ADDRESS.reset(token)
+        if wire is not None:
+            _WIRE.reset(wire)
 
 
 class _Taps:
@@ -170,7 +187,12 @@ class _Taps:
             ),
             ("types", lambda: patches.replace(sse, "types", lambda t: _TypesTap(t, "sse"))),
         ]
-        for method in ("_handle_post_request", "handle_get_stream"):
+        for method in (
+            "_handle_post_request",
+            "_run_request_post",
+            "_handle_resumption_request",
+            "handle_get_stream",
+        ):
             steps.append(
                 (
                     method,

@@ -145,9 +145,8 @@ class _Session:
 
     channel: Channel  # set right after, since the channel needs span_attributes
 
-    def __init__(self, transport: str, streamed: bool) -> None:
+    def __init__(self, transport: str) -> None:
         self.transport = transport
-        self.streamed = streamed  # a transport's context streams (HTTP, SSE): SDK-made items
         self.address: str | None = None
         self.requests: dict[SdkKey, Batch] = {}
         # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
@@ -196,7 +195,11 @@ class _Session:
         if raw is not None:
             self._label(raw)
             self.channel.received(raw.data)
-        elif not self.streamed and message is not None and hasattr(message, "model_dump"):
+        elif (
+            message is not None
+            and hasattr(message, "model_dump")
+            and not mcp_raw.from_wire(item, sender_ctx)
+        ):
             # In memory: the server's own message object is what the client reads.
             if self.transport != "memory":
                 self.transport = "memory"
@@ -294,13 +297,12 @@ def install(obj: object, options: Options) -> Handle:
     follows_sdk = callable(getattr(dispatcher, "send_raw_request", None))
     if follows_sdk:  # the SDK's clock decides when a request stops waiting (see above)
         options = dataclasses.replace(options, timeout=math.inf)
+    # A first guess, refined by the first message: its raw text names stdio, http or sse,
+    # a message with none and from no transport's task is memory.
     stream = type(getattr(dispatcher, "_read_stream", None)).__name__
-    streamed = stream.startswith("Context")
-    # Refined by the first message: its raw text names stdio, http or sse; none is memory.
-    transport = "http" if streamed else "stdio"
-    state = _Session(transport, streamed)
+    state = _Session("http" if stream.startswith("Context") else "stdio")
     state.channel = Channel(
-        transport=transport,
+        transport=state.transport,
         integration="mcp",
         options=options,
         span_attributes=state.span_attributes,
