@@ -73,7 +73,7 @@ def from_wire(item: object, sender_ctx: contextvars.Context | None) -> bool:
     if isinstance(getattr(item, RAW_ATTRIBUTE, None), Raw):
         return True
     return sender_ctx is not None and (
-        bool(sender_ctx.get(_WIRE)) or sender_ctx.get(_RAW) is not None
+        sender_ctx.run(_WIRE.get) or sender_ctx.get(_RAW) is not None
     )
 
 
