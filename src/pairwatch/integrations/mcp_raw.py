@@ -23,6 +23,13 @@ find it for the very item being dispatched:
   error the SDK made up, while an item from no transport at all is a message object handed
   over in memory.
 
+The same wrappers, and one on the SSE transport's ``request_within_origin`` (its POSTs), mark
+their tasks as an HTTP exchange already tracked (:data:`pairwatch.integrations._exchange.ACTIVE`):
+an MCP transport's POSTs are the session's, whose replies may come on another channel (a
+``202 Accepted`` whose reply comes on the SSE stream, a reply on a resumed GET stream), so the
+HTTP integrations must not count them on their own (:func:`claim_targets`, which the global
+instrumentor also installs, so that claim holds from the start).
+
 A stored :class:`Raw` is taken once: an error the SDK synthesizes later in the same task (the
 stream ended, a 202, an unexpected content type) finds it already taken and is recognised as
 synthesized, not as a second copy of the server's message.
@@ -42,9 +49,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pairwatch import guard
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._exchange import ACTIVE
+from pairwatch.integrations._patch import Patches, Wrapper
 
-__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "from_wire", "release", "take"]
+__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "claim_targets", "from_wire", "release", "take"]
 
 RAW_ATTRIBUTE = "_pairwatch_raw"
 
@@ -135,13 +143,47 @@ async def _with_address(
     with contextlib.suppress(Exception):
         wire = _WIRE.set(True)
         token = _ADDRESS.set(urlsplit(str(getattr(instance, "url", ""))).hostname)
+    claim = ACTIVE.set(True)
     try:
         return await wrapped(*args, **kwargs)
     finally:
+        ACTIVE.reset(claim)
         if token is not None:
             _ADDRESS.reset(token)
         if wire is not None:
             _WIRE.reset(wire)
+
+
+async def _claimed(
+    wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    claim = ACTIVE.set(True)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        ACTIVE.reset(claim)
+
+
+_TRANSPORT_METHODS = (
+    "_handle_post_request",
+    "_run_request_post",
+    "_handle_resumption_request",
+    "handle_get_stream",
+)
+
+
+def claim_targets() -> list[tuple[object, str, Wrapper]]:
+    """Where an MCP transport sends HTTP requests, each to be wrapped so that it is claimed."""
+    import mcp.client.sse as sse
+    import mcp.client.streamable_http as shttp
+
+    transport = shttp.StreamableHTTPTransport
+    found: list[tuple[object, str, Wrapper]] = [
+        (transport, m, _with_address) for m in _TRANSPORT_METHODS if hasattr(transport, m)
+    ]
+    if callable(getattr(sse, "request_within_origin", None)):
+        found.append((sse, "request_within_origin", _claimed))
+    return found
 
 
 class _Taps:
@@ -176,7 +218,6 @@ class _Taps:
         # always=True: these taps only read, and a suppressed call must still leave its raw
         # text for the session's dispatcher, which decides per session.
         patches = self._patches
-        transport = shttp.StreamableHTTPTransport
         steps: list[tuple[str, Callable[[], None]]] = [
             ("_parse_line", lambda: patches.wrap(stdio, "_parse_line", _tag_line, always=True)),
             (
@@ -187,17 +228,9 @@ class _Taps:
             ),
             ("types", lambda: patches.replace(sse, "types", lambda t: _TypesTap(t, "sse"))),
         ]
-        for method in (
-            "_handle_post_request",
-            "_run_request_post",
-            "_handle_resumption_request",
-            "handle_get_stream",
-        ):
+        for target, name, wrapper in claim_targets():
             steps.append(
-                (
-                    method,
-                    functools.partial(patches.wrap, transport, method, _with_address, always=True),
-                )
+                (name, functools.partial(patches.wrap, target, name, wrapper, always=True))
             )
         for name, step in steps:
             guard.shielded("mcp_tap:" + name, step)

@@ -373,8 +373,10 @@ def _following(state: _Session, count: guard.ErrorCounter) -> Wrapper:
     return send_raw_request
 
 
-def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
-    """For the global instrumentor: every ``ClientSession`` is instrumented as it is made."""
+def targets(options: Callable[[], Options]) -> list[tuple[Any, str, Wrapper]]:
+    """For the global instrumentor: every ``ClientSession`` is instrumented as it is made,
+    and the transports' HTTP requests are the sessions' from the start (never counted by an
+    HTTP integration on their own, see :mod:`pairwatch.integrations.mcp_raw`)."""
     from mcp.client.session import ClientSession
 
     def init(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
@@ -382,7 +384,7 @@ def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
         guard.shielded("mcp_auto", _auto, instance, options())
         return result
 
-    return [(ClientSession, "__init__", init)]
+    return [(ClientSession, "__init__", init), *mcp_raw.claim_targets()]
 
 
 def _auto(session: object, options: Options) -> None:
