@@ -120,12 +120,10 @@ def instrument_everything(books: Books) -> None:
     PairwatchInstrumentor().instrument(**providers)
 
     def each(client: Any) -> None:
+        # Left instrumented at exit: uninstrumenting would close what is still in flight as
+        # "closed"; the session's own end closes its books as a user's program would.
         if not pairwatch.is_instrumented(client):
             pairwatch.instrument(client, **providers)
-
-    def done(client: Any) -> None:
-        if pairwatch.is_instrumented(client):
-            pairwatch.uninstrument(client)
 
     try:
         from mcp.client.client import Client
@@ -133,13 +131,6 @@ def instrument_everything(books: Books) -> None:
         pass
     else:
         _after(Client, "__aenter__", each, is_async=True)
-        original_exit = Client.__aexit__
-
-        async def aexit(self: Any, *args: Any) -> Any:
-            done(self)
-            return await original_exit(self, *args)
-
-        Client.__aexit__ = aexit  # type: ignore[method-assign]
     try:
         from web3.providers.persistent.websocket import WebSocketProvider
         from web3.providers.rpc.async_rpc import AsyncHTTPProvider
