@@ -67,15 +67,13 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import json
 import math
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio
 from mcp_types import (
-    CONNECTION_CLOSED,
-    REQUEST_TIMEOUT,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -87,43 +85,19 @@ from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle, mcp_raw
 from pairwatch.integrations._calls import Args, Around, Kwargs, argument
-from pairwatch.integrations._exchange import ACTIVE
 from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations.mcp_follow import (
+    REQUEST,
+    Request,
+    call_ended_reason,
+    claiming,
+    following,
+)
 from pairwatch.pairing.records import Batch, Call
 
-__all__ = ["McpHandle", "call_ended_reason", "install", "targets"]
+__all__ = ["McpHandle", "install", "targets"]
 
 _MAX_TRACKED = 4096
-
-
-class _Request:
-    """One ``send_raw_request`` in flight: the batch its write opened, once written."""
-
-    __slots__ = ("batch",)
-
-    def __init__(self) -> None:
-        self.batch: Batch | None = None
-
-
-_REQUEST: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
-    "pairwatch_mcp_request", default=None
-)
-
-
-def call_ended_reason(exc: BaseException | None) -> str:
-    """Why the SDK stopped waiting for a reply, as a close reason, from how its call ended."""
-    if exc is None:
-        return "client_resolved"  # the SDK resolved it from something pairwatch did not pair
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return "cancelled"
-    error = getattr(exc, "error", None)
-    code = getattr(error, "code", None)
-    if code == REQUEST_TIMEOUT:
-        return "timeout"
-    if code == CONNECTION_CLOSED:
-        return "stream_end"
-    return "send_failed" if isinstance(exc, (TimeoutError, OSError)) else "client_resolved"
-
 
 SdkKey = int | str
 
@@ -149,11 +123,14 @@ class _Session:
         self.transport = transport
         self.address: str | None = None
         self.requests: dict[SdkKey, Batch] = {}
+        # Requests sent with a resumption token: their reply is an earlier request's, replayed
+        # on a GET stream under that request's id, which the SDK maps onto this one's.
+        self.resumed: set[SdkKey] = set()
         # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
         self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
 
     # ----------------------------------------------------------------- outgoing
-    def outgoing(self, message: object) -> None:
+    def outgoing(self, message: object, metadata: object = None) -> None:
         dump = getattr(message, "model_dump", None)
         if dump is None:
             return
@@ -166,7 +143,9 @@ class _Session:
             if batch is None or not batch.calls or key is None:
                 return
             self._track(key, batch)
-            request = _REQUEST.get()
+            if getattr(metadata, "resumption_token", None) is not None:
+                self.resumed.add(key)
+            request = REQUEST.get()
             if request is not None and request.batch is None:
                 request.batch = batch
             name = params.get("name")
@@ -183,6 +162,28 @@ class _Session:
                 timed_out = isinstance(reason, str) and "timed out" in reason
                 self.channel.close_batch(found, "timeout" if timed_out else "cancelled")
 
+    def _resumed_reply(self, data: object, message: object) -> object:
+        """A replayed reply to a resumed request, read under the id it answers here.
+
+        A resumption request is sent as a GET with ``Last-Event-ID``; what comes back is the
+        reply the server stored for the request the token belongs to (an earlier session's,
+        under its id).  The SDK hands it to this request's caller; pairwatch pairs it with
+        this request the same way.  Every other reply is read exactly as it came.
+        """
+        if not self.resumed or not isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            return data
+        key = _sdk_key(message.id)
+        if key not in self.resumed:
+            return data
+        self.resumed.discard(key)
+        try:
+            decoded = json.loads(data) if isinstance(data, (str, bytes, bytearray)) else data
+        except ValueError:
+            return data
+        if not isinstance(decoded, dict) or "id" not in decoded:
+            return data
+        return {**decoded, "id": message.id}
+
     def _track(self, key: SdkKey, batch: Batch) -> None:
         if len(self.requests) >= _MAX_TRACKED:  # closed by the ledger's timeout meanwhile
             self.requests = {k: b for k, b in self.requests.items() if b.open}
@@ -194,7 +195,7 @@ class _Session:
         message = getattr(item, "message", None)
         if raw is not None:
             self._label(raw)
-            self.channel.received(raw.data)
+            self.channel.received(self._resumed_reply(raw.data, message))
         elif (
             message is not None
             and hasattr(message, "model_dump")
@@ -229,7 +230,7 @@ class _Session:
         self.requests.clear()
         self.channel.close("stream_end")
 
-    def call_ended(self, request: _Request, exc: BaseException | None) -> None:
+    def call_ended(self, request: Request, exc: BaseException | None) -> None:
         """The SDK's call returned or raised: a batch still open is one it stopped awaiting."""
         batch = request.batch
         if batch is not None and batch.open:
@@ -316,16 +317,20 @@ def install(obj: object, options: Options) -> Handle:
         state.incoming(item, ctx if isinstance(ctx, contextvars.Context) else None)
 
     on_write = Around(
-        "mcp", count, before=lambda a, k: state.outgoing(argument(a, k, 0, "message"))
+        "mcp",
+        count,
+        before=lambda a, k: state.outgoing(
+            argument(a, k, 0, "message"), argument(a, k, 1, "metadata")
+        ),
     )
     on_dispatch = Around("mcp", count, before=incoming)
     on_closed = Around("mcp", count, finally_=state.stream_ended)
 
     try:
-        handle.wrap(dispatcher, "_write", _claiming(on_write.wrapper(is_async=True)))
+        handle.wrap(dispatcher, "_write", claiming(on_write.wrapper(is_async=True)))
         handle.wrap(dispatcher, "_dispatch", on_dispatch.wrapper(is_async=True))
         if follows_sdk:
-            handle.wrap(dispatcher, "send_raw_request", _following(state, count))
+            handle.wrap(dispatcher, "send_raw_request", following(state.call_ended, count))
         if callable(getattr(dispatcher, "_fan_out_closed", None)):
             closed = on_closed.wrapper(is_async=False)
             handle.wrap(dispatcher, "_fan_out_closed", closed, always=True)
@@ -334,43 +339,6 @@ def install(obj: object, options: Options) -> Handle:
         handle.uninstall()
         raise
     return handle
-
-
-def _claiming(inner: Wrapper) -> Wrapper:
-    """Mark the writer's context as an exchange already tracked (by this session).
-
-    The HTTP transports POST in a copy of the writer's context, so the HTTP integrations
-    pass those POSTs through: their replies are the session's to pair, wherever they come.
-    """
-
-    async def write(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
-        token = ACTIVE.set(True)
-        try:
-            return await inner(wrapped, instance, args, kwargs)
-        finally:
-            ACTIVE.reset(token)
-
-    return write
-
-
-def _following(state: _Session, count: guard.ErrorCounter) -> Wrapper:
-    """Around ``send_raw_request``: note the batch its write opens; close it when the call
-    ends without pairwatch having paired it."""
-
-    async def send_raw_request(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
-        request = _Request()
-        token = _REQUEST.set(request)
-        failure: BaseException | None = None
-        try:
-            return await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            failure = exc
-            raise
-        finally:
-            _REQUEST.reset(token)
-            guard.shielded("mcp", state.call_ended, request, failure, count=count)
-
-    return send_raw_request
 
 
 def targets(options: Callable[[], Options]) -> list[tuple[Any, str, Wrapper]]:
