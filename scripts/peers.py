@@ -118,15 +118,22 @@ class Allowed:
     reason: str
 
     def covers(self, nodeid: str, faults: dict[str, int]) -> bool:
-        return fnmatch.fnmatchcase(nodeid, self.tests) and all(
-            any(fnmatch.fnmatchcase(key, p) for p in self.faults) for key in faults
+        return matches(nodeid, self.tests) and all(
+            any(matches(key, p) for p in self.faults) for key in faults
         )
+
+
+def matches(text: str, pattern: str) -> bool:
+    """``fnmatch`` with ``*`` and ``?`` only: brackets are literal (node ids and series keys
+    are full of them)."""
+    escaped = "".join("[" + c + "]" if c in "[]" else c for c in pattern)
+    return fnmatch.fnmatchcase(text, escaped)
 
 
 def load_allowlist(path: Path = ALLOWLIST) -> list[Allowed]:
     """``tests | fault keys | reason`` per line, ``#`` starts a comment.
 
-    Both first fields are ``fnmatch`` patterns (the second a comma-separated list), so that one
+    Both first fields are patterns (``*``, ``?``) (the second a comma-separated list), so that one
     line covers a test module that sends bad input throughout while a fault of another kind
     in that module still fails.  A line without a reason is an error: every exception must
     say why.

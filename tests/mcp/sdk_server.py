@@ -31,6 +31,14 @@ async def slow(seconds: float) -> str:
 
 
 @server.tool()
+async def long_call(seconds: float, ctx: Context) -> str:
+    """Says it started (so a test can act while it runs, without sleeping), then works."""
+    await ctx.info("started")
+    await anyio.sleep(seconds)
+    return "finished"
+
+
+@server.tool()
 def exit_now() -> str:
     os._exit(0)  # the server dies mid-call: the client's stream ends
 
