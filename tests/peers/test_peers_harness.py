@@ -23,7 +23,7 @@ import peers  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
-SUITE = '''
+SUITE = """
 import anyio
 import pytest
 import sdk_server
@@ -53,7 +53,7 @@ def test_times_out():
                         await s.call_tool("slow", {"seconds": 5}, read_timeout_seconds=0.2)
                 tg.cancel_scope.cancel()
     anyio.run(main)
-'''
+"""
 
 TIMEOUT_FAULTS = {
     "batch.missing_response[mcp/memory/timeout]": 1,
@@ -94,7 +94,8 @@ def test_plugin_counts_each_tests_faults_exactly(tmp_path):
 
     # Unlisted, the timeout is a failure of the run; listed with its series, it is not.
     (problem,) = peers.compare("sample", bare, inst, [])
-    assert "test_times_out" in problem and "healthy exchange" in problem
+    assert "test_times_out" in problem
+    assert "healthy exchange" in problem
     listed = peers.Allowed(
         "test_sample.py::test_times_*",
         ("batch.missing_response[mcp/*/timeout]", "batch.closed[*]", "batch.response_count*"),
@@ -118,7 +119,8 @@ def test_compare_fails_on_a_changed_outcome_and_on_internal_errors():
 
 def test_allowlist_lines_all_give_a_reason(tmp_path):
     entries = peers.load_allowlist()
-    assert entries and all(e.reason and e.faults for e in entries)
+    assert entries
+    assert all(e.reason and e.faults for e in entries)
     bad = tmp_path / "allow.txt"
     bad.write_text("tests/x.py::* | batch.missing_response[*]\n", encoding="utf-8")
     with pytest.raises(ValueError, match="reason"):
