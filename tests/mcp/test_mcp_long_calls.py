@@ -38,9 +38,7 @@ async def test_a_sixty_second_call_is_paired(session_timeout, call_timeout):
     results: list[str] = []
     async with (
         stdio_client(StdioServerParameters(command=command, args=args)) as (r, w),
-        ClientSession(
-            r, w, read_timeout_seconds=session_timeout, logging_callback=logged
-        ) as s,
+        ClientSession(r, w, read_timeout_seconds=session_timeout, logging_callback=logged) as s,
     ):
         pairwatch.instrument(
             s,
