@@ -16,6 +16,7 @@ from mcp import Client, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp_support import text
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from otel_support import Otel
 
 import pairwatch
@@ -49,7 +50,7 @@ async def run(mode: str, otel: Otel | None) -> list[object]:
     return seen
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", ["legacy", "auto", *sorted(MODERN_PROTOCOL_VERSIONS)])
 async def test_in_process_client_pairs_every_call(mode):
     expected = await run(mode, None)
     otel = Otel()
@@ -92,4 +93,24 @@ async def test_memory_stream_session_times_out_at_the_sessions_own_clock():
     assert methods == {"initialize", "tools/list", "tools/call"}
     assert counters[M] == otel.value(M, pairwatch__close_reason="timeout") == 1
     assert counters.get("batch.unknown_id_response", 0) == 0
+    assert {a["pairwatch.transport"] for a in otel.attrs("batch.requests")} == {"memory"}
+
+
+async def test_in_process_modern_call_times_out_at_the_sdks_clock():
+    """Client(server) without the legacy handshake: no JSON-RPC, no stream; the dispatcher's
+    own timeout is the one that makes a call missing."""
+    otel = Otel()
+    async with Client(sdk_server.server) as client:
+        pairwatch.instrument(
+            client, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+        )
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("slow", {"seconds": 5}, read_timeout_seconds=0.2)
+        assert text(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
+        pairwatch.uninstrument(client)
+    assert caught.value.error.code == -32001
+    counters = otel.counters()
+    assert counters["batch.requests"] == 3  # tools/list, slow, add
+    assert otel.hist("batch.pair_latency")[0] == 2
+    assert counters[M] == otel.value(M, pairwatch__close_reason="timeout") == 1
     assert {a["pairwatch.transport"] for a in otel.attrs("batch.requests")} == {"memory"}
