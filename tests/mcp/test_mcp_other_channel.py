@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import mcp.client.sse as sdk_sse
+import mcp.client.stdio as sdk_stdio
 import pytest
+import wrapt
 from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
@@ -21,6 +24,7 @@ from mcp_support import sampling, sdk_http, text
 from otel_support import Otel
 
 from pairwatch.instrumentor import PairwatchInstrumentor
+from pairwatch.integrations import mcp_raw
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -37,6 +41,9 @@ def everything(otel: Otel) -> Iterator[Otel]:
         yield otel
     finally:
         instrumentor.uninstrument()
+    # Sessions the instrumentor instrumented let go of the SDK once their streams ended.
+    assert not isinstance(sdk_stdio._parse_line, wrapt.ObjectProxy)
+    assert not isinstance(sdk_sse.types, mcp_raw._TypesTap)
 
 
 def integrations(otel: Otel) -> set[tuple[str, str]]:

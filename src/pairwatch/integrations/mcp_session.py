@@ -121,6 +121,7 @@ class _Session:
 
     def __init__(self, transport: str) -> None:
         self.transport = transport
+        self.on_end: list[Callable[[], None]] = []  # run once the read stream has ended
         self.address: str | None = None
         self.requests: dict[SdkKey, Batch] = {}
         # Requests sent with a resumption token: their reply is an earlier request's, replayed
@@ -229,6 +230,8 @@ class _Session:
     def stream_ended(self) -> None:
         self.requests.clear()
         self.channel.close("stream_end")
+        while self.on_end:
+            self.on_end.pop()()
 
     def call_ended(self, request: Request, exc: BaseException | None) -> None:
         """The SDK's call returned or raised: a batch still open is one it stopped awaiting."""
@@ -356,5 +359,19 @@ def targets(options: Callable[[], Options]) -> list[tuple[Any, str, Wrapper]]:
 
 
 def _auto(session: object, options: Options) -> None:
-    if session not in _AUTO:
-        _AUTO[session] = install(session, options)
+    """Instrument a session the global instrumentor saw being made, until its stream ends:
+    then its wrappers come off and the process-wide taps are released with the last one."""
+    if session in _AUTO:
+        return
+    handle = _AUTO[session] = install(session, options)
+    state = getattr(handle, "state", None)
+    if isinstance(state, _Session):
+        ref = weakref.ref(session)
+
+        def ended() -> None:
+            alive = ref()
+            mine = _AUTO.pop(alive, None) if alive is not None else None
+            if mine is not None:
+                mine.uninstall()
+
+        state.on_end.append(ended)
