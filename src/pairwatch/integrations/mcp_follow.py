@@ -1,4 +1,4 @@
-"""How an MCP session follows the SDK's own life of each request and claims its HTTP traffic.
+"""How an MCP session follows the SDK's own life of each request.
 
 Split from :mod:`pairwatch.integrations.mcp_session` (which pairs what a session writes and
 reads) because these wrappers are about the SDK's calls, not about messages:
@@ -8,9 +8,11 @@ reads) because these wrappers are about the SDK's calls, not about messages:
   pairwatch having paired a reply, the session closes that batch with the reason
   :func:`call_ended_reason` reads from how the call ended.  pairwatch so keeps no clock of
   its own for a session: the SDK's read timeouts (per session and per request) decide.
-* :func:`claiming` wraps the session's ``_write``: the transports POST in a copy of the
-  writer's context, which then carries :data:`~pairwatch.integrations._exchange.ACTIVE`, so
-  the HTTP integrations leave those exchanges to the session.
+
+The session's HTTP traffic is claimed where the transports make it, not here
+(:func:`pairwatch.integrations.mcp_raw.claim_targets`): marking the writer's context instead
+would also reach an in-process server's handlers, which run in that context, and hide their
+own JSON-RPC calls from the HTTP integrations.
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from pairwatch import guard
 from pairwatch.integrations._calls import Args, Kwargs
-from pairwatch.integrations._exchange import ACTIVE
 from pairwatch.integrations._patch import Wrapper
 from pairwatch.pairing.records import Batch
 
-__all__ = ["REQUEST", "Request", "call_ended_reason", "claiming", "following"]
+__all__ = ["REQUEST", "Request", "call_ended_reason", "following"]
 
 
 class Request:
@@ -58,23 +59,6 @@ def call_ended_reason(exc: BaseException | None) -> str:
     if code == CONNECTION_CLOSED:
         return "stream_end"
     return "send_failed" if isinstance(exc, (TimeoutError, OSError)) else "client_resolved"
-
-
-def claiming(inner: Wrapper) -> Wrapper:
-    """Mark the writer's context as an exchange already tracked (by this session).
-
-    The HTTP transports POST in a copy of the writer's context, so the HTTP integrations
-    pass those POSTs through: their replies are the session's to pair, wherever they come.
-    """
-
-    async def write(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
-        token = ACTIVE.set(True)
-        try:
-            return await inner(wrapped, instance, args, kwargs)
-        finally:
-            ACTIVE.reset(token)
-
-    return write
 
 
 def following(

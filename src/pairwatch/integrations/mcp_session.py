@@ -41,11 +41,10 @@ Where the replies arrive
 ------------------------
 Pairing is per session, wherever the reply comes from: the stdio pipe, the SSE stream of the
 legacy transport (whose POSTs are only acknowledged with ``202 Accepted``), a streamable-HTTP
-POST's own stream, a GET stream, or a resumed stream.  While the session writes, the current
-context is marked as a tracked HTTP exchange (:data:`pairwatch.integrations._exchange.ACTIVE`);
-the transports POST in the writer's context, so an HTTP integration that is on as well (the
-global instrumentor) leaves those POSTs to the session instead of counting a ``202`` as a
-missing reply and ``Accepted`` as an unparseable one.
+POST's own stream, a GET stream, or a resumed stream.  The transports' HTTP requests are
+marked as tracked exchanges (:func:`pairwatch.integrations.mcp_raw.claim_targets`), so an HTTP
+integration that is on as well (the global instrumentor) leaves them to the session instead
+of counting a ``202`` as a missing reply and ``Accepted`` as an unparseable one.
 
 Sessions over in-memory streams (``Client(server, mode="legacy")``,
 ``create_client_server_memory_streams``, a hand-made anyio stream pair) carry the server's
@@ -90,7 +89,6 @@ from pairwatch.integrations.mcp_follow import (
     REQUEST,
     Request,
     call_ended_reason,
-    claiming,
     following,
 )
 from pairwatch.pairing.records import Batch, Call
@@ -330,7 +328,7 @@ def install(obj: object, options: Options) -> Handle:
     on_closed = Around("mcp", count, finally_=state.stream_ended)
 
     try:
-        handle.wrap(dispatcher, "_write", claiming(on_write.wrapper(is_async=True)))
+        handle.wrap(dispatcher, "_write", on_write.wrapper(is_async=True))
         handle.wrap(dispatcher, "_dispatch", on_dispatch.wrapper(is_async=True))
         if follows_sdk:
             handle.wrap(dispatcher, "send_raw_request", following(state.call_ended, count))
