@@ -16,6 +16,11 @@ To let Prometheus scrape the metrics from this process::
     metrics = pairwatch.serve_metrics(port=9464)         # http://127.0.0.1:9464/metrics
     pairwatch.instrument(client, meter_provider=metrics.meter_provider)
 
+A JSON-RPC server keeps its own side of the same books (labelled ``pairwatch.side="server"``)::
+
+    app = pairwatch.PairwatchMiddleware(app)             # ASGI: Starlette, FastMCP, ...
+    app = pairwatch.PairwatchWSGIMiddleware(app)         # WSGI: Flask, waitress, ...
+
 For clients no integration covers, feed a channel by hand::
 
     channel = pairwatch.open_channel(transport="websocket")
@@ -32,10 +37,13 @@ from pairwatch.channel import Channel, Options, open_channel
 from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
 from pairwatch.pairing import diagnosis
+from pairwatch.server import PairwatchMiddleware, PairwatchWSGIMiddleware
 
 __all__ = [
     "Channel",
     "Options",
+    "PairwatchMiddleware",
+    "PairwatchWSGIMiddleware",
     "__version__",
     "diagnosis",
     "flush",

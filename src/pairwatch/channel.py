@@ -229,10 +229,11 @@ class Channel:
         bound: bool = False,
         options: Options | None = None,
         span_attributes: SpanAttributes | None = None,
+        side: str = "client",
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
-        self._labels = labels = self.telemetry.labels(transport, integration, server_address)
+        self._labels = labels = self.telemetry.labels(transport, integration, server_address, side)
         self._capture = (
             Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
             if options.capture_payloads
@@ -256,11 +257,17 @@ class Channel:
             return None
         return self.sent_parsed(parsed, payload)
 
-    def sent_parsed(self, payload: wire.Payload, raw: object = None) -> Batch | None:
+    def sent_parsed(
+        self, payload: wire.Payload, raw: object = None, parent: otel_context.Context | None = None
+    ) -> Batch | None:
         """Like :meth:`sent` for integrations that already classified the payload; ``raw``
-        (the payload as sent) is only read when payload capture is on."""
+        (the payload as sent) is only read when payload capture is on.  ``parent`` replaces
+        the current context as the batch span's parent (the server side passes the caller's
+        propagated ``traceparent``)."""
         try:
-            ctx = otel_context.get_current() if self.telemetry.spans else None
+            ctx = None
+            if self.telemetry.spans:
+                ctx = parent if parent is not None else otel_context.get_current()
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
             return self.ledger.sent(payload, ctx)
@@ -338,6 +345,7 @@ class Channel:
                 transport,
                 integration if integration is not None else old.base.get(INTEGRATION, "manual"),
                 server_address if server_address is not None else old.base.get(SERVER_ADDRESS),
+                old.side,
             )
         except Exception as exc:
             guard.report("relabel", exc, self.telemetry.internal_error)
@@ -363,6 +371,7 @@ def open_channel(
     bound: bool = False,
     options: Options | None = None,
     span_attributes: SpanAttributes | None = None,
+    side: str = "client",
     **settings: object,
 ) -> Channel:
     """Open a channel by hand, for clients that no integration covers.
@@ -379,6 +388,7 @@ def open_channel(
         bound=bound,
         options=options,
         span_attributes=span_attributes,
+        side=side,
     )
 
 
