@@ -127,3 +127,20 @@ def call(rid: int, method: str = "echo", params: Any = None) -> dict[str, Any]:
 
 def note(method: str = "log") -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": method}
+
+
+def raw_exchange(base: str, path: str, body: bytes) -> bytes:
+    """One POST on a fresh socket, every byte until the server closes, minus the Date header
+    (the only line two servers may legitimately differ in)."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {JSON}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        s.sendall(head.encode() + body)
+        chunks = []
+        while data := s.recv(65536):
+            chunks.append(data)
+    lines = b"".join(chunks).split(b"\r\n")
+    return b"\r\n".join(line for line in lines if not line.lower().startswith(b"date:"))
