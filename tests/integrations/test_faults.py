@@ -130,12 +130,7 @@ def test_reply_to_notifications(otel, chaos_server, driver, mode, sse):
     if mode == "error":
         moves["batch.null_id_response"] = 1
     assert books(otel) == expected(moves)
-    assert (
-        otel.value(
-            "batch.protocol_violation", pairwatch__reason="reply_to_notifications"
-        )
-        == 1
-    )
+    assert otel.value("batch.protocol_violation", pairwatch__reason="reply_to_notifications") == 1
     assert otel.value("batch.closed", pairwatch__close_reason="no_response_expected") == 1
 
 

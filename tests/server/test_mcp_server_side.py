@@ -65,9 +65,10 @@ def scenario(json_response: bool) -> tuple[Otel, Otel, list[str]]:
     seen: list[str] = []
 
     async def talk(url: str) -> None:
-        async with streamable_http_client(url + "/mcp") as (r, w), ClientSession(
-            r, w, sampling_callback=sampling
-        ) as s:
+        async with (
+            streamable_http_client(url + "/mcp") as (r, w),
+            ClientSession(r, w, sampling_callback=sampling) as s,
+        ):
             pairwatch.instrument(
                 s,
                 meter_provider=client_otel.meter_provider,

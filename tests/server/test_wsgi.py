@@ -15,7 +15,7 @@ import pytest
 from components import need
 from otel_support import Otel
 from server_apps import wsgi_app
-from server_support import answer_body, call, note, raw_exchange, waitress_server, wait_until
+from server_support import answer_body, call, note, raw_exchange, wait_until, waitress_server
 
 import pairwatch
 
