@@ -2,7 +2,8 @@
 
 Both answer by :func:`server_support.answer_body`.  ``?reverse=1`` returns a batch reply in
 reverse order, ``?object=1`` answers a batch with its first reply alone, ``?boom=1`` raises
-after reading the body, ``/sse`` answers as an event stream, one reply per event.
+after reading the body, ``/sse`` answers as an event stream, one reply per event
+(``/sse?cut=1``: the stream breaks after its first event).
 """
 
 from __future__ import annotations
@@ -38,9 +39,13 @@ def starlette_app() -> Any:
             value = json.loads(reply)
             items = value if isinstance(value, list) else [value]
 
+        cut = bool(request.query_params.get("cut"))
+
         async def events() -> AsyncIterator[bytes]:
             for item in items:
                 yield b"event: message\r\ndata: " + json.dumps(item).encode() + b"\r\n\r\n"
+                if cut:
+                    raise RuntimeError("the stream broke after its first event")
 
         return StreamingResponse(events(), media_type="text/event-stream")
 

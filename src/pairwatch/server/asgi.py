@@ -16,7 +16,13 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.server.exchange import APP_ERROR, Exchange, parent_context, server_name
+from pairwatch.server.exchange import (
+    APP_ERROR,
+    Exchange,
+    counter,
+    parent_context,
+    server_name,
+)
 
 __all__ = ["PairwatchMiddleware"]
 
@@ -91,7 +97,7 @@ class PairwatchMiddleware:
                 host = server_name(next((v for k, v in headers if k == "host"), None))
             return Exchange(self.options, "asgi", host, parent_context(headers))
         except Exception as exc:
-            guard.report("server_exchange", exc, None)
+            guard.report("server_exchange", exc, counter(self.options))
             return None
 
 

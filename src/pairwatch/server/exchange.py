@@ -21,10 +21,10 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
 from pairwatch import guard
-from pairwatch.channel import Channel, Options
+from pairwatch.channel import Channel, Options, telemetry_for
 from pairwatch.integrations._stream import MAX_BODY, Tap, request_payload
 
-__all__ = ["APP_ERROR", "Exchange", "parent_context", "server_name"]
+__all__ = ["APP_ERROR", "Exchange", "counter", "parent_context", "server_name"]
 
 APP_ERROR: Final = "app_error"
 """Close reason: the application raised before it finished its reply."""
@@ -60,6 +60,15 @@ def parent_context(headers: Iterable[tuple[str, str]]) -> otel_context.Context |
     if not carrier:
         return None
     return propagator.extract(carrier)
+
+
+def counter(options: Options) -> guard.ErrorCounter | None:
+    """Where a failure before any channel exists is counted: the same
+    ``pairwatch.internal_errors`` the channel would use (None if even that fails)."""
+    try:
+        return telemetry_for(options).internal_error
+    except Exception:
+        return None
 
 
 class Exchange:
@@ -188,6 +197,10 @@ class Exchange:
     def _fail(self, kind: str, exc: BaseException) -> None:
         self._give_up()
         channel = self._channel
-        guard.report(kind, exc, channel.telemetry.internal_error if channel else None)
+        guard.report(
+            kind,
+            exc,
+            counter(self._options) if channel is None else channel.telemetry.internal_error,
+        )
         if channel is not None:
             guard.quietly("server_close", channel.close, "closed")

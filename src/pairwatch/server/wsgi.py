@@ -17,7 +17,13 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.server.exchange import APP_ERROR, Exchange, parent_context, server_name
+from pairwatch.server.exchange import (
+    APP_ERROR,
+    Exchange,
+    counter,
+    parent_context,
+    server_name,
+)
 
 __all__ = ["PairwatchWSGIMiddleware"]
 
@@ -87,7 +93,7 @@ class PairwatchWSGIMiddleware:
             environ["wsgi.input"] = _Input(stream, exchange, length)
             return exchange
         except Exception as exc:
-            guard.report("server_exchange", exc, None)
+            guard.report("server_exchange", exc, counter(self.options))
             return None
 
 
