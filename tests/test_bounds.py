@@ -125,21 +125,20 @@ def test_telemetry_cache_is_capped_for_providers_it_cannot_watch():
     assert len(cache) == 4
 
 
-class _LateTally(Tally):
-    """A stray tally as the ledger reports late replies (fields it fills from its next version)."""
-
-    def __init__(self, late: int, lateness: list[float]) -> None:
-        super().__init__()
-        self.unknown = late  # a late reply is still an unknown-id response
-        self.late = late
-        self.lateness = lateness
+def _late_tally(lateness: list[float]) -> Tally:
+    """A stray tally as the ledger reports late replies: each is still an unknown-id response."""
+    tally = Tally()
+    for key, seconds in enumerate(lateness):
+        tally.unknown += 1
+        tally.add_late(key, seconds)
+    return tally
 
 
 def test_late_replies_are_counted_with_their_lateness(otel):
     telemetry = Telemetry(otel.meter_provider)
     labels = telemetry.labels("stdio", "manual", None)
-    telemetry.stray(labels, None, _LateTally(2, [0.5, 1.5]))
-    telemetry.stray(labels, None, Tally())  # without the fields: nothing late, no error
+    telemetry.stray(labels, None, _late_tally([0.5, 1.5]))
+    telemetry.stray(labels, None, Tally())  # nothing late: no late count, no error
     pairwatch.flush()
     assert otel.value("batch.late_response") == 2
     assert otel.value("batch.unknown_id_response") == 2

@@ -18,7 +18,6 @@ from opentelemetry import metrics, trace
 from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import REGISTRY, Handle
-from pairwatch.integrations import generic as _generic
 
 T = TypeVar("T")
 
@@ -30,17 +29,29 @@ _lock = threading.RLock()  # re-entrant: a weakref callback may run inside a loc
 
 
 def _reference(client: object) -> Ref:
+    """A reference to ``client`` whose collection drops its entry (and closes a generic
+    stream's pending ids).
+
+    The callback can run while the interpreter tears modules down, after this module's
+    globals have been set to None: it therefore reaches nothing through globals (the table,
+    the lock and the shield are bound here, while they exist) and swallows whatever still
+    fails, since an exception there could only be printed to stderr at exit.
+    """
     key = id(client)
+    handles, lock, shielded = _handles, _lock, guard.shielded
 
     def forget(ref: object) -> None:
-        with _lock:
-            entry = _handles.get(key)
-            if entry is None or entry[0] is not ref:
-                return
-            del _handles[key]
-        channel = getattr(entry[1], "channel", None)  # a generic stream's pending ids
-        if channel is not None:
-            guard.quietly("collected", channel.close, "closed")
+        try:
+            with lock:
+                entry = handles.get(key)
+                if entry is None or entry[0] is not ref:
+                    return
+                del handles[key]
+            channel = getattr(entry[1], "channel", None)  # a generic stream's pending ids
+            if channel is not None:
+                shielded("collected", channel.close, "closed")
+        except Exception:  # at interpreter exit there is no one left to tell
+            pass
 
     try:
         return weakref.ref(client, forget)
@@ -53,7 +64,8 @@ def _entry(client: object) -> tuple[Ref, Handle] | None:
     return entry if entry is not None and entry[0]() is client else None
 
 
-_OPTION_NAMES = frozenset(Options.__dataclass_fields__)
+OPTION_NAMES: frozenset[str] = frozenset(Options.__dataclass_fields__)
+"""Every keyword ``instrument`` and the global instrumentor take as an :class:`Options` field."""
 
 
 def _options(
@@ -62,7 +74,7 @@ def _options(
     timeout: float,
     options: dict[str, Any],
 ) -> Options:
-    unknown = set(options) - _OPTION_NAMES
+    unknown = set(options) - OPTION_NAMES
     if unknown:
         raise TypeError(f"unknown pairwatch option(s): {', '.join(sorted(unknown))}")
     return Options(
@@ -100,7 +112,10 @@ def instrument(
             )
             return client
         if send is not None or receive is not None:
-            handle: Handle = _generic.install(client, opts, send=send, receive=receive, close=close)
+            # Imported here: ``import pairwatch`` loads no integration until one is used.
+            from pairwatch.integrations import generic
+
+            handle: Handle = generic.install(client, opts, send=send, receive=receive, close=close)
         else:
             found = next((i for i in REGISTRY if _detects(i.detect, client)), None)
             if found is None:

@@ -1,9 +1,12 @@
 """Keep pairwatch's own failures away from the client, counted and logged once.
 
-Every entry point from a wrapped client goes through :func:`shielded`: whatever pairwatch,
-the meter, the tracer or an exporter raises is swallowed, counted under
-``pairwatch.internal_errors`` and logged at most once per kind per minute.  The client then
-behaves exactly as it would without pairwatch.
+Whatever pairwatch, the meter, the tracer or an exporter raises on a client's path is
+swallowed, counted under ``pairwatch.internal_errors`` and logged at most once per kind per
+minute (:func:`report`); the client then behaves exactly as it would without pairwatch.
+Integration glue that calls into pairwatch from a wrapped method (a channel call, a tap, a
+hook) goes through :func:`shielded`, the one helper for "run this, and if it fails, report
+it and carry on": one place decides what a failure costs, so no integration grows its own
+``try/except`` flavour that forgets to count or to log.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeVar
 
 logger: Final = logging.getLogger("pairwatch")
 
@@ -59,15 +62,29 @@ log_limited: Final = RateLimitedLog()
 
 ErrorCounter = Callable[[str], None]
 
+T = TypeVar("T")
 
-def quietly(kind: str, fn: Callable[..., object], *args: object) -> None:
-    """Call ``fn`` where a failure must not reach the client: integration glue around a
-    channel (closing on a failed send, a tee's end of body).  Channel calls are shielded
-    themselves; this is the second belt, for a shield that breaks or glue that fails."""
+
+def shielded(
+    kind: str,
+    fn: Callable[..., T],
+    *args: object,
+    count: ErrorCounter | None = None,
+    fallback: T | None = None,
+) -> T | None:
+    """Call ``fn(*args)`` where a failure must not reach the client; return its result, or
+    ``fallback`` after reporting the failure under ``kind`` (counted with ``count`` when the
+    caller has the channel's counter at hand).
+
+    Channel calls are shielded themselves; this is the second belt, for glue around them
+    that fails or a shield that breaks.  ``Exception`` only: a ``KeyboardInterrupt`` or a
+    cancellation raised inside is the caller's, and must keep travelling.
+    """
     try:
-        fn(*args)
+        return fn(*args)
     except Exception as exc:
-        report(kind, exc, None)
+        report(kind, exc, count)
+        return fallback
 
 
 def report(kind: str, exc: BaseException, count: ErrorCounter | None) -> None:

@@ -3,9 +3,14 @@
 An OpenTelemetry ``BaseInstrumentor``, registered under the ``opentelemetry_instrumentor``
 entry point, so ``opentelemetry-instrument python app.py`` turns it on with the other
 instrumentations.  It wraps the client classes' send methods (``httpx.Client.send``,
-``requests.Session.send``, ``aiohttp.ClientSession._request``...) with wrapt, for each library
-that is installed; a library that is absent is skipped, never imported.  ``uninstrument()``
-puts the original methods back.
+``requests.Session.send``, ``aiohttp.ClientSession._request``...) through the integrations'
+one patcher (:class:`pairwatch.integrations._patch.Patches`), for each library that is
+installed; a library that is absent is skipped, never imported.  ``uninstrument()`` puts the
+original methods back.  Calls inside OpenTelemetry's ``suppress_instrumentation`` context,
+and calls to a method a test replaced with a mock, pass straight through.
+
+``opentelemetry-instrumentation`` is an optional extra: without it, importing this module
+raises a ``ModuleNotFoundError`` that names ``pairwatch[instrumentation]``.
 
 ``instrumentation_dependencies()`` is empty on purpose: the libraries are alternatives, and
 BaseInstrumentor refuses to instrument when any listed dependency is missing.
@@ -24,18 +29,26 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
-import wrapt
-from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
-    BaseInstrumentor,
-)
-from opentelemetry.instrumentation.utils import unwrap
-
+from pairwatch.api import OPTION_NAMES
 from pairwatch.channel import Options
 from pairwatch.integrations import KNOWN
+from pairwatch.integrations._patch import Patches
+
+try:
+    from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+        BaseInstrumentor,
+    )
+except ModuleNotFoundError as exc:  # the optional extra is absent: say which one to install
+    if not (exc.name or "").startswith("opentelemetry"):
+        raise
+    raise ModuleNotFoundError(
+        "pairwatch.instrumentor.PairwatchInstrumentor needs OpenTelemetry's instrumentation "
+        'package: pip install "pairwatch[instrumentation]" (pairwatch.instrument(client) '
+        "works without it)",
+        name=exc.name,
+    ) from exc
 
 __all__ = ["PairwatchInstrumentor"]
-
-_OPTION_NAMES = frozenset(Options.__dataclass_fields__)
 
 
 def _installed(root: str) -> bool:
@@ -59,9 +72,10 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return ()
 
     def _instrument(self, **kwargs: Any) -> None:
-        settings = {k: v for k, v in kwargs.items() if k in _OPTION_NAMES}
+        settings = {k: v for k, v in kwargs.items() if k in OPTION_NAMES}
         self._options = Options(**settings)
         self._wrapped: list[tuple[type, str]] = []
+        self._patches = Patches()
         with self._lock:
             for known in KNOWN:
                 if not any(_installed(root) for root in known.roots):
@@ -71,7 +85,7 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 if targets is None:
                     continue  # instance-only integrations (web3 websockets, websockets)
                 for cls, method, wrapper in targets(self._current_options):
-                    wrapt.wrap_function_wrapper(cls, method, wrapper)
+                    self._patches.wrap(cls, method, wrapper)
                     self._wrapped.append((cls, method))
 
     def _current_options(self) -> Options:
@@ -79,8 +93,9 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _uninstrument(self, **kwargs: Any) -> None:
         with self._lock:
-            for cls, method in reversed(getattr(self, "_wrapped", [])):
-                unwrap(cls, method)
+            patches = getattr(self, "_patches", None)
+            if patches is not None:
+                patches.uninstall()
             self._wrapped = []
 
     @property

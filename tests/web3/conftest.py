@@ -1,4 +1,4 @@
-"""Fixtures for the web3 and websockets tests: a real anvil node, chaos proxies in front."""
+"""Fixtures for the web3 tests (HTTP and WebSocket providers): a real anvil node, chaos proxies."""
 
 from __future__ import annotations
 

@@ -3,6 +3,17 @@
 An integration turns those paths into :class:`pairwatch.channel.Channel` calls and nothing
 else.  Integrations never import one another; :mod:`pairwatch.api` finds the right one for a
 client through :data:`REGISTRY`, importing a library only when that library is installed.
+
+The kit every integration is built from, so that none writes its own:
+
+* :mod:`._patch`: the one patcher (install, exact restore, call-time lookup of the original,
+  pass-through under ``suppress_instrumentation`` and for mocks);
+* :mod:`._exchange`: the skeleton of one HTTP exchange; an HTTP client library subclasses
+  ``HttpClient`` with where the request body is and how to tap the response;
+* :mod:`._calls`: hooks around a call on a stream (before, after, on a closing exception,
+  finally) written once for plain and coroutine methods, and ``argument()``;
+* :mod:`._stream`: the response-body tap and the SSE parser; :mod:`._ws`: the websocket tap;
+* :func:`pairwatch.guard.shielded`: the one way glue calls into pairwatch.
 """
 
 from __future__ import annotations
@@ -14,6 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pairwatch.channel import Options
+
+MISSING: Any = object()
+"""The one "no value here" sentinel of the integrations (``None`` can be a real value)."""
 
 
 def hold(obj: object) -> Callable[[], Any]:

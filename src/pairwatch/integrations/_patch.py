@@ -1,89 +1,217 @@
-"""Installing and removing wrappers, on one instance or on a class, shared by integrations.
+"""The one patcher: wrappers on a class, a module or one instance, and exactly how to undo them.
 
-One exchange must be counted once, whatever wraps it: an instance wrapper over a class-wide
-one (``instrument(client)`` with the global instrumentor on), or a library that calls its
-own wrapped method again (requests' redirects call ``Session.send`` per hop).  So the
-outermost tracked call marks the context (:data:`ACTIVE`) and nested calls pass through: the
-caller's call is the exchange, its final response the reply.
+Modelled on wrapt's ``wrap_function_wrapper`` / ``unwrap``: a wrapper has wrapt's signature
+``wrapper(wrapped, instance, args, kwargs)``, and :class:`Patches` remembers what each patch
+replaced so that :meth:`Patches.uninstall` puts exactly that back.  Every integration installs
+through it; none keeps its own save/restore list.
+
+Why an instance patch finds its original when called, not when installed.
+``instrument(client)`` puts a wrapper in the client's ``__dict__``.  Had it captured
+``type(client).send`` at that moment, a ``unittest.mock.patch.object(Client, "send")``
+applied afterwards would be bypassed: the wrapper would go on calling the real method (and
+the real network) while the bare client calls the mock.  So the wrapper looks the method up
+through the class at every call, as Python does when no instance attribute is there.  An
+attribute the instance already had of its own stays the original: it shadows the class anyway.
+
+Two rules every wrapper gets here, so that no integration can forget them:
+
+* inside OpenTelemetry's ``suppress_instrumentation`` context the call passes straight
+  through, as with the contrib instrumentors (exporters use it for their own traffic);
+* a ``unittest.mock`` object found as the original is called straight through: a mock is no
+  wire, and what pairwatch changes about a call on its way to the wire (httpx's
+  ``stream=True``) would show in the mock's ``call_args``.
+
+Lifecycle wrappers (a close, a connect that installs a tap) pass ``always=True``: skipping one
+under suppression would leave a stream's books open for ever.
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import sys
+import types
+from collections.abc import Callable
 from typing import Any
 
 import wrapt
+from opentelemetry import context as otel_context
 
 from pairwatch import guard
-from pairwatch.integrations import Handle, hold
+from pairwatch.integrations import MISSING, Handle, hold
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
-_MISSING: Any = object()
+_SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
 
 
-ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_http", default=False)
-"""Set while a tracked exchange's wrapped call runs (per thread, per asyncio task)."""
+def _enabled_from_context() -> bool:
+    return not otel_context.get_value(_SUPPRESS_KEY)
 
 
-@contextmanager
-def tracking() -> Iterator[None]:
-    """Mark the current context as inside a tracked exchange for the wrapped call."""
-    token = ACTIVE.set(True)
-    try:
-        yield
-    finally:
-        ACTIVE.reset(token)
+try:  # the contrib helper, when the instrumentation extra is installed; the same key
+    from opentelemetry.instrumentation.utils import (
+        is_instrumentation_enabled as instrumentation_enabled,
+    )
+except ImportError:  # pragma: no cover - exercised in the subprocess test without the extra
+    instrumentation_enabled = _enabled_from_context
 
 
-class InstanceWrapper(wrapt.FunctionWrapper):  # type: ignore[type-arg]
-    """A wrapt wrapper placed in one object's ``__dict__`` by ``instrument(client)``."""
+def _is_mock(original: object) -> bool:
+    """A Mock, or a function ``create_autospec`` made (it carries its mock as ``.mock``);
+    ``unittest.mock`` is consulted only when someone imported it."""
+    module = sys.modules.get("unittest.mock")
+    if module is None:
+        return False
+    mock_type = module.NonCallableMock
+    func = getattr(original, "__func__", original)
+    return isinstance(original, mock_type) or isinstance(
+        getattr(func, "mock", None) if isinstance(func, types.FunctionType) else None, mock_type
+    )
 
 
-class PatchHandle(Handle):
-    """Remembers what each wrapped attribute was, so ``uninstall`` restores it exactly."""
+def passes_through(original: object) -> bool:
+    """Whether a call must reach ``original`` untouched (suppressed, or a mock)."""
+    return not instrumentation_enabled() or _is_mock(original)
 
-    def __init__(self, obj: object) -> None:
-        self._obj = hold(obj)  # a handle must not keep its client alive
-        self._saved: list[tuple[str, object]] = []
-        self.on_uninstall: list[Callable[[], None]] = []
 
-    def wrap(self, name: str, wrapper: Wrapper) -> None:
-        original = getattr(self.obj, name)
-        own = vars(self.obj).get(name, _MISSING)
-        # object.__setattr__: some clients warn on unknown attributes (aiohttp in debug mode).
-        object.__setattr__(self.obj, name, InstanceWrapper(original, wrapper))
-        self._saved.append((name, own))
+def _through_class(obj: object, name: str) -> Any:
+    """``getattr(obj, name)`` as it would be without an instance attribute of that name."""
+    cls = type(obj)
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name, MISSING)
+        if found is not MISSING:
+            get = getattr(type(found), "__get__", None)
+            return found if get is None else get(found, obj, cls)
+    return MISSING
 
-    @property
-    def obj(self) -> Any:
-        return self._obj()
+
+class _OnInstance(wrapt.ObjectProxy):  # type: ignore[type-arg]
+    """Stands in one object's ``__dict__``; finds the original each time it is called.
+
+    It proxies what the attribute was at install time, so introspection (``__name__``,
+    ``inspect.iscoroutinefunction``, ``__self__``) reads as before.  After uninstall it is
+    inert: a ``mock.patch.object(client, ...)`` that restores it later restores a pass-through.
+    """
+
+    def __init__(self, obj: object, name: str, own: object, wrapper: Wrapper, always: bool) -> None:
+        super().__init__(getattr(obj, name))
+        self._self_obj = hold(obj)
+        self._self_name = name
+        self._self_own = own
+        self._self_wrapper = wrapper
+        self._self_always = always
+        self._self_active = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        obj = self._self_obj()
+        original: Any = self._self_own
+        if original is MISSING and obj is not None:
+            original = _through_class(obj, self._self_name)
+        if original is MISSING:
+            original = self.__wrapped__
+        if obj is None or not self._self_active:
+            return original(*args, **kwargs)
+        if not self._self_always and passes_through(original):
+            return original(*args, **kwargs)
+        return self._self_wrapper(original, obj, args, kwargs)
+
+
+def _on_owner(original: Any, wrapper: Wrapper, always: bool) -> wrapt.FunctionWrapper:  # type: ignore[type-arg]
+    """A wrapt wrapper for a class or module attribute (the class binds it per instance)."""
+
+    def call(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if not always and passes_through(wrapped):
+            return wrapped(*args, **kwargs)
+        return wrapper(wrapped, instance, args, kwargs)
+
+    return wrapt.FunctionWrapper(original, call)
+
+
+def _is_owner(target: object) -> bool:
+    return isinstance(target, (type, types.ModuleType))
+
+
+def _set(target: object, name: str, value: object) -> None:
+    # object.__setattr__ on instances: some clients warn on unknown attributes (aiohttp's
+    # debug mode); classes and modules take plain setattr.
+    (setattr if _is_owner(target) else object.__setattr__)(target, name, value)
+
+
+def _delete(target: object, name: str) -> None:
+    (delattr if _is_owner(target) else object.__delattr__)(target, name)
+
+
+class _Undo:
+    """One patch: where, what pairwatch put there, and what was there before.
+
+    What pairwatch put there is held weakly: an instance wrapper proxies the client's own
+    bound method, so holding it here would keep every instrumented client alive.
+    """
+
+    __slots__ = ("before", "mine", "name", "target")
+
+    def __init__(self, target: object, name: str, mine: object, before: object) -> None:
+        self.target = hold(target)
+        self.name = name
+        self.mine = hold(mine)
+        self.before = before
+
+    def __call__(self) -> None:
+        mine = self.mine()
+        if isinstance(mine, _OnInstance):
+            mine._self_active = False
+        target = self.target()
+        if target is None or mine is None or vars(target).get(self.name, MISSING) is not mine:
+            return  # collected, or someone put their own value there since: theirs stays
+        if self.before is MISSING:
+            _delete(target, self.name)
+        else:
+            _set(target, self.name, self.before)
+
+
+class Patches(Handle):
+    """The patches one installation made, undone together, newest first.
+
+    ``on_uninstall`` hooks run after the attributes are restored (closing a channel,
+    releasing a shared tap); every step is shielded on its own, so one that fails (someone
+    deleted the attribute) leaves nothing else wrapped.
+    """
+
+    def __init__(self) -> None:
+        self._undo: list[_Undo] = []
+        self.on_uninstall: list[Callable[[], object]] = []
+
+    def wrap(self, target: object, name: str, wrapper: Wrapper, *, always: bool = False) -> None:
+        """Wrap ``target.name``: call-time lookup on an instance, wrapt on a class or module."""
+        before = vars(target).get(name, MISSING)
+        if _is_owner(target):
+            original = before if before is not MISSING else _static(target, name)
+            mine: object = _on_owner(original, wrapper, always)
+        else:
+            mine = _OnInstance(target, name, before, wrapper, always)
+        _set(target, name, mine)
+        self._undo.append(_Undo(target, name, mine, before))
+
+    def replace(self, target: object, name: str, make: Callable[[Any], object]) -> None:
+        """Put ``make(original)`` in place of an attribute ``target`` holds itself (a module's
+        parser object, say); KeyError when it holds none."""
+        before = vars(target)[name]
+        mine = make(before)
+        _set(target, name, mine)
+        self._undo.append(_Undo(target, name, mine, before))
 
     def uninstall(self) -> None:
-        """Restore every attribute, each on its own: one that fails (someone deleted or
-        replaced it) must not leave the others wrapped."""
-        obj = self.obj
-        for name, own in reversed(self._saved if obj is not None else []):
-            if own is _MISSING:
-                guard.quietly("uninstrument", object.__delattr__, obj, name)
-            else:
-                guard.quietly("uninstrument", object.__setattr__, obj, name, own)
-        self._saved.clear()
-        for hook in self.on_uninstall:
-            guard.quietly("uninstrument", hook)
-        self.on_uninstall.clear()
+        while self._undo:
+            guard.shielded("uninstrument", self._undo.pop())
+        while self.on_uninstall:
+            guard.shielded("uninstrument", self.on_uninstall.pop(0))
 
 
-def host_of(url: object) -> str | None:
-    """The host name of a URL object or string, or None; never raises."""
-    try:
-        host = getattr(url, "host", None)
-        if isinstance(host, str):
-            return host or None
-        from urllib.parse import urlsplit
-
-        return urlsplit(str(url)).hostname
-    except Exception:
-        return None
+def _static(owner: object, name: str) -> object:
+    """The raw attribute a class inherits (not bound), or a module's; AttributeError if none."""
+    for klass in getattr(owner, "__mro__", (owner,)):
+        found = vars(klass).get(name, MISSING)
+        if found is not MISSING:
+            return found
+    raise AttributeError(f"{owner!r} has no attribute {name!r}")

@@ -1,10 +1,9 @@
-"""What every HTTP integration shares: the request sniff, the body tap and an SSE parser.
+"""The response side of every HTTP exchange: the body tap and an SSE parser.
 
-An HTTP integration only knows where its library keeps the request body and where the
-response bytes flow.  It hands the body to :func:`start_exchange` (which opens one *bound*
-channel per exchange, only for bodies that look like JSON-RPC) and then shows every chunk the
-caller reads to a :class:`Tap`.  The tap never holds the caller's stream: it is handed copies
-of what the caller already got, so the caller reads every byte unchanged and in time.
+An HTTP integration shows every chunk the caller reads to a :class:`Tap` (the exchange
+skeleton, :mod:`pairwatch.integrations._exchange`, opened the channel it feeds).  The tap
+never holds the caller's stream: it is handed copies of what the caller already got, so the
+caller reads every byte unchanged and in time.
 
 Why an incremental SSE parser here rather than a library: the caller's own SSE reader (if
 any) must keep the bytes; pairwatch parses a copy, chunk by chunk, so that each event's
@@ -19,18 +18,10 @@ import zlib
 from typing import Any, Final
 
 from pairwatch import guard
-from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import tracking
+from pairwatch.channel import Channel
 from pairwatch.pairing import wire
 
-__all__ = [
-    "MAX_BODY",
-    "SseParser",
-    "Tap",
-    "close_quietly",
-    "request_payload",
-    "start_exchange",
-]
+__all__ = ["MAX_BODY", "SseParser", "Tap"]
 
 MAX_BODY: Final = 64 * 1024 * 1024
 """Bytes of one JSON body (or one SSE event) pairwatch will buffer; beyond it, it stops."""
@@ -117,54 +108,6 @@ class SseParser:
             self._event = value
 
 
-def request_payload(body: object) -> wire.Payload | None:
-    """Classify a request body when, and only when, it looks like JSON-RPC.
-
-    The sniff looks at one character and one substring, so the common case (not JSON-RPC)
-    costs well under a microsecond and parses nothing.
-    """
-    if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
-        return None
-    parsed = wire.parse(body, wire.Kind.REQUEST)
-    if not parsed.size:
-        return None
-    return parsed
-
-
-def decoded_payload(value: object) -> wire.Payload | None:
-    """Like :func:`request_payload` for a body the caller passed as a JSON object."""
-    if isinstance(value, dict):
-        looks = "jsonrpc" in value
-    elif isinstance(value, list):
-        looks = bool(value) and isinstance(value[0], dict) and "jsonrpc" in value[0]
-    else:
-        looks = False
-    if not looks:
-        return None
-    parsed = wire.parse(value)
-    return parsed if parsed.messages else None
-
-
-def start_exchange(
-    payload: wire.Payload,
-    options: Options,
-    integration: str,
-    host: str | None,
-    raw: object = None,
-) -> Channel:
-    """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
-    the body as sent, is read only when payload capture is on)."""
-    channel = Channel(
-        transport="http",
-        integration=integration,
-        server_address=host or None,
-        bound=True,
-        options=options,
-    )
-    channel.sent_parsed(payload, raw)
-    return channel
-
-
 def _decompressor(encoding: str | None) -> Any:
     """A private decoder for ``Content-Encoding``; ``False`` when pairwatch cannot decode it."""
     if not encoding:
@@ -239,21 +182,17 @@ class Tap:
             self._fail("tap_watch", exc)
 
     def chunk(self, data: bytes | bytearray | memoryview) -> None:
-        if self._done or not data:
-            return
-        try:
-            self._take(bytes(data))
-        except Exception as exc:
-            self._fail("tap_chunk", exc)
+        self._feed(data, None)
 
     def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         """A chunk that still carries the response's Content-Encoding."""
-        if self._done or not data:
+        self._feed(data, self._decoder)
+
+    def _feed(self, data: bytes | bytearray | memoryview, decoder: Any) -> None:
+        # decoder False: an encoding pairwatch cannot read; the body closes as missing.
+        if self._done or not data or decoder is False:
             return
         try:
-            decoder = self._decoder
-            if decoder is False:
-                return  # an encoding pairwatch cannot read: the body closes as missing
             self._take(bytes(data) if decoder is None else decoder.decompress(bytes(data)))
         except Exception as exc:
             self._fail("tap_chunk", exc)
@@ -313,42 +252,8 @@ class Tap:
     def _fail(self, kind: str, exc: BaseException) -> None:
         self._done = True
         guard.report(kind, exc, getattr(self._channel.telemetry, "internal_error", None))
-        guard.quietly("tap_close", self._channel.close, "closed")
-
-
-def send_streamed(
-    wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any], channel: Channel
-) -> Any:
-    """Send through the library with ``stream=True``, so pairwatch can tee the body itself.
-
-    Marked as tracked (nested wrappers pass through); a send that raises closes the exchange
-    as ``send_failed`` and re-raises the library's own exception object.
-    """
-    try:
-        with tracking():
-            return wrapped(*args, **{**kwargs, "stream": True})
-    except BaseException:
-        close_quietly(channel, "send_failed")
-        raise
-
-
-async def send_streamed_async(
-    wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any], channel: Channel
-) -> Any:
-    """:func:`send_streamed` for a coroutine send."""
-    try:
-        with tracking():
-            return await wrapped(*args, **{**kwargs, "stream": True})
-    except BaseException:
-        close_quietly(channel, "send_failed")
-        raise
-
-
-def close_quietly(channel: Channel, reason: str) -> None:
-    """Close an exchange from integration glue (a failed send): never raises, so the
-    exception the caller sees is the library's own."""
-    guard.quietly("close_" + reason, channel.close, reason)
+        guard.shielded("tap_close", self._channel.close, "closed")
 
 
 def _abandoned(channel: Channel) -> None:
-    guard.quietly("abandoned", channel.close, "stream_dropped")
+    guard.shielded("abandoned", channel.close, "stream_dropped")

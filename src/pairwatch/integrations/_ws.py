@@ -1,4 +1,4 @@
-"""Shared helpers for websocket integrations: instance patches and a frame tap.
+"""Shared by the websocket integrations: a tap on one connection's frames.
 
 Both ``websockets_client`` (a connection the user holds) and ``web3_provider`` (the connection
 web3's WebSocketProvider opens) observe the same thing, the frames of one
@@ -15,46 +15,25 @@ close.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
-import wrapt
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
+from pairwatch.integrations._calls import Around
+from pairwatch.integrations._patch import Patches
 from pairwatch.pairing import wire
 from pairwatch.pairing.repair import repair
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
-_MISSING: Any = object()
 _TEXT = (str, bytes, bytearray, memoryview)
-
-
-class Patches:
-    """Wrappers placed in one object's ``__dict__``; ``restore`` puts back what was there."""
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-        self._saved: list[tuple[str, object]] = []
-
-    def wrap(self, name: str, wrapper: Wrapper) -> None:
-        original = getattr(self.obj, name)
-        own = vars(self.obj).get(name, _MISSING)
-        object.__setattr__(self.obj, name, wrapt.FunctionWrapper(original, wrapper))
-        self._saved.append((name, own))
-
-    def restore(self) -> None:
-        for name, own in reversed(self._saved):
-            if own is _MISSING:
-                object.__delattr__(self.obj, name)
-            else:
-                object.__setattr__(self.obj, name, own)
-        self._saved.clear()
 
 
 def close_reason(exc: BaseException) -> str:
@@ -83,7 +62,7 @@ class WsTap:
     def __init__(self, conn: object, channel: Channel, *, repair: bool = False) -> None:
         self.conn = conn
         self.channel = channel
-        self.patches = Patches(conn)
+        self.patches = Patches()
         self._batches: OrderedDict[int, list[wire.IdKey | None]] | None = (
             OrderedDict() if repair else None
         )
@@ -95,15 +74,20 @@ class WsTap:
     def install(self) -> WsTap:
         conn = self.conn
         is_async = inspect.iscoroutinefunction(conn.recv)  # type: ignore[attr-defined]
-        self.patches.wrap("send", self._asend if is_async else self._send)
-        self.patches.wrap("recv", self._arecv if is_async else self._recv)
+        # ConnectionClosed from send or recv ends the stream (normally or not).
+        closed = Around("ws", failed=self._closed_by, failing=ConnectionClosed)
+        send = replace(closed, swap=lambda a, k: self._swap_message(a, k, is_async=is_async))
+        recv = replace(closed, after=lambda _, data: self.frame(data))
+        self.patches.wrap(conn, "send", send.wrapper(is_async))
+        self.patches.wrap(conn, "recv", recv.wrapper(is_async))
         if hasattr(conn, "recv_streaming"):
-            self.patches.wrap("recv_streaming", self._recv_streaming)
-        self.patches.wrap("close", self._aclose if is_async else self._close)
+            self.patches.wrap(conn, "recv_streaming", self._recv_streaming)
+        close = Around("ws_close", finally_=lambda: self.close("closed"))
+        self.patches.wrap(conn, "close", close.wrapper(is_async), always=True)
         return self
 
     def uninstall(self, reason: str = "closed") -> None:
-        self.patches.restore()
+        self.patches.uninstall()
         self.close(reason)
 
     def close(self, reason: str) -> None:
@@ -205,24 +189,40 @@ class WsTap:
         if isinstance(message, Mapping):
             return message  # websockets refuses it; let it say so
         if is_async and isinstance(message, AsyncIterable):
-            return self._atee(message)
+            return self._acollect(message, self.record_sent)
         if isinstance(message, Iterable):
-            return self._tee(message)
+            return self._collect(message, self.record_sent)
         return message
 
-    def _tee(self, fragments: Iterable[Any]) -> Iterator[Any]:
-        parts: list[Any] = []
-        for part in fragments:
-            parts.append(part)
-            yield part
-        self._record_joined(parts, self.record_sent)
+    def _collect(self, parts: Iterable[Any], record: Callable[[Any], Any]) -> Iterator[Any]:
+        """Pass fragments through; record the whole message once the last one went by."""
+        seen: list[Any] = []
+        with self._closing_on_drop():
+            for part in parts:
+                seen.append(part)
+                yield part
+        self._record_joined(seen, record)
 
-    async def _atee(self, fragments: AsyncIterable[Any]) -> AsyncIterator[Any]:
-        parts: list[Any] = []
-        async for part in fragments:
-            parts.append(part)
-            yield part
-        self._record_joined(parts, self.record_sent)
+    async def _acollect(
+        self, parts: AsyncIterable[Any], record: Callable[[Any], Any]
+    ) -> AsyncIterator[Any]:
+        seen: list[Any] = []
+        with self._closing_on_drop():
+            async for part in parts:
+                seen.append(part)
+                yield part
+        self._record_joined(seen, record)
+
+    @contextlib.contextmanager
+    def _closing_on_drop(self) -> Iterator[None]:
+        try:
+            yield
+        except ConnectionClosed as exc:
+            self._closed_by(exc)
+            raise
+
+    def _closed_by(self, exc: BaseException) -> None:
+        self.close(close_reason(exc))
 
     def _record_joined(self, parts: list[Any], record: Callable[[Any], Any]) -> None:
         try:
@@ -234,22 +234,6 @@ class WsTap:
             guard.report("ws_fragments", exc, self.channel.telemetry.internal_error)
 
     # -------------------------------------------------------------- wrappers
-    def _send(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        args, kwargs = self._swap_message(args, kwargs, is_async=False)
-        try:
-            return wrapped(*args, **kwargs)
-        except ConnectionClosed as exc:
-            self.close(close_reason(exc))
-            raise
-
-    async def _asend(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        args, kwargs = self._swap_message(args, kwargs, is_async=True)
-        try:
-            return await wrapped(*args, **kwargs)
-        except ConnectionClosed as exc:
-            self.close(close_reason(exc))
-            raise
-
     def _swap_message(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], *, is_async: bool
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -262,61 +246,11 @@ class WsTap:
             guard.report("ws_send", exc, self.channel.telemetry.internal_error)
         return args, kwargs
 
-    def _recv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        try:
-            data = wrapped(*args, **kwargs)
-        except ConnectionClosed as exc:
-            self.close(close_reason(exc))
-            raise
-        return self.frame(data)
-
-    async def _arecv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        try:
-            data = await wrapped(*args, **kwargs)
-        except ConnectionClosed as exc:
-            self.close(close_reason(exc))
-            raise
-        return self.frame(data)
-
     def _recv_streaming(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         stream = wrapped(*args, **kwargs)
         if inspect.isasyncgen(stream) or hasattr(stream, "__anext__"):
-            return self._astream(stream)
-        return self._stream(stream)
-
-    def _stream(self, stream: Iterable[Any]) -> Iterator[Any]:
-        parts: list[Any] = []
-        try:
-            for part in stream:
-                parts.append(part)
-                yield part
-        except ConnectionClosed as exc:
-            self.close(close_reason(exc))
-            raise
-        self._record_joined(parts, self.frame)
-
-    async def _astream(self, stream: AsyncIterable[Any]) -> AsyncIterator[Any]:
-        parts: list[Any] = []
-        try:
-            async for part in stream:
-                parts.append(part)
-                yield part
-        except ConnectionClosed as exc:
-            self.close(close_reason(exc))
-            raise
-        self._record_joined(parts, self.frame)
-
-    def _close(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            self.close("closed")
-
-    async def _aclose(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            self.close("closed")
+            return self._acollect(stream, self.frame)
+        return self._collect(stream, self.frame)
 
 
 def server_host(conn: Any) -> str | None:

@@ -18,17 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 from pairwatch import guard
-from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of, tracking
-from pairwatch.integrations._stream import (
-    Tap,
-    close_quietly,
-    decoded_payload,
-    request_payload,
-    start_exchange,
-)
-
-INTEGRATION = "aiohttp"
+from pairwatch.channel import Options
+from pairwatch.integrations._calls import Args, Kwargs, argument
+from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, host_of
+from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._stream import Tap
 
 _TEED_ASYNC = ("read", "readany", "readline", "readuntil", "readexactly", "readchunk")
 _SKIPPED = frozenset(
@@ -145,54 +139,34 @@ def _tee(inner: Any, tap: Tap) -> Any:
     return obj
 
 
-def _payload(kwargs: dict[str, Any]) -> Any:
-    data = kwargs.get("data")
-    if data is not None:
-        return request_payload(data)
-    body = kwargs.get("json")
-    return decoded_payload(body) if body is not None else None
+class _Aiohttp(HttpClient):
+    """The body is ``data=`` or ``json=``; ``response.content`` is replaced by the tee."""
 
+    integration = "aiohttp"
 
-def _begin(
-    session: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: Options
-) -> tuple[Channel, bool] | None:
-    try:
-        payload = _payload(kwargs)
-        if payload is None:
-            return None
-        url = args[1] if len(args) > 1 else kwargs.get("str_or_url")
-        host = host_of(url) or host_of(getattr(session, "_base_url", None))
-        raw = kwargs.get("data") if kwargs.get("data") is not None else kwargs.get("json")
-        return start_exchange(payload, options, INTEGRATION, host, raw), payload.is_batch
-    except Exception as exc:
-        guard.report("aiohttp_send", exc, None)
-        return None
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        url = argument(args, kwargs, 1, "str_or_url")
+        if host_of(url) is None:  # a path relative to the session's base URL
+            url = getattr(instance, "_base_url", None)
+        if kwargs.get("data") is not None:
+            return Request(kwargs["data"], url)
+        body = kwargs.get("json")
+        return None if body is None else Request(body, url, decoded=True)
 
-
-def _attach(
-    response: Any, session: Any, kwargs: dict[str, Any], begun: tuple[Channel, bool]
-) -> None:
-    channel, batch_sent = begun
-    try:
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         decompress = kwargs.get("auto_decompress")
         if decompress is None:
-            decompress = getattr(session, "_auto_decompress", True)
+            decompress = getattr(instance, "_auto_decompress", True)
         headers = response.headers
-        tap = Tap(
-            channel,
-            headers.get("Content-Type"),
-            None if decompress else headers.get("Content-Encoding"),
-            batch_sent=batch_sent,
-        )
+        encoding = None if decompress else headers.get("Content-Encoding")
+        tap = exchange.tap(headers.get("Content-Type"), encoding)
         inner = response.content
         response.content = _tee(inner, tap)
         for name in ("release", "close"):
             original = getattr(response, name)
             setattr(response, name, _closing(original, tap, inner))
         tap.abandon_with(response)
-    except Exception as exc:
-        guard.report("aiohttp_attach", exc, channel.telemetry.internal_error)
-        close_quietly(channel, "closed")
+        return tap
 
 
 def _closing(original: Callable[..., Any], tap: Tap, inner: Any) -> Callable[..., Any]:
@@ -220,43 +194,19 @@ def _at_eof(inner: Any) -> bool:
         return False
 
 
-def session_request(options: Callable[[], Options]) -> Wrapper:
-    """The wrapper for ``ClientSession._request``."""
-
-    async def request(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if ACTIVE.get():
-            return await wrapped(*args, **kwargs)
-        session = instance if instance is not None else getattr(wrapped, "__self__", None)
-        begun = _begin(session, args, kwargs, options())
-        if begun is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            with tracking():
-                response = await wrapped(*args, **kwargs)
-        except BaseException:
-            close_quietly(begun[0], "send_failed")
-            raise
-        _attach(response, session, kwargs, begun)
-        return response
-
-    return request
-
-
-def install(client: object, options: Options) -> PatchHandle:
+def install(client: object, options: Options) -> Patches:
     import aiohttp
 
     if not isinstance(client, aiohttp.ClientSession):
         raise TypeError(
             f"pairwatch instruments aiohttp.ClientSession, not {type(client).__qualname__}"
         )
-    handle = PatchHandle(client)
-    handle.wrap("_request", session_request(lambda: options))
-    return handle
+    patches = Patches()
+    patches.wrap(client, "_request", async_send(_Aiohttp(), lambda: options))
+    return patches
 
 
 def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
     import aiohttp
 
-    return [(aiohttp.ClientSession, "_request", session_request(options))]
+    return [(aiohttp.ClientSession, "_request", async_send(_Aiohttp(), options))]

@@ -6,11 +6,11 @@ httpx-sse's ``connect_sse``, so that is the one method wrapped: on the instance 
 Python SDK 2.x uses) shares the API, so one module serves both; the library is picked from
 the client's class, never imported unless the client came from it.
 
-How a tracked exchange runs: the request body is sniffed and, when it is JSON-RPC, recorded
-on a new bound channel; ``send`` is then called with ``stream=True`` so that the response's
-byte stream can be replaced by a tee before any byte is read; for a buffered call the wrapper
-then reads the body exactly as httpx's own ``send`` does (``read()``, and ``close()`` if that
-raises).  The caller gets the same response object, the same bytes and the same exceptions.
+The exchange skeleton (:mod:`pairwatch.integrations._exchange`) does the rest: ``send`` is
+called with ``stream=True`` so that the response's byte stream can be replaced by a tee
+before any byte is read, and a buffered call then reads the body exactly as httpx's own
+``send`` does (``read()``, and ``close()`` if that raises).  The caller gets the same
+response object, the same bytes and the same exceptions.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ import importlib.util
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
-from pairwatch import guard
-from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of
-from pairwatch.integrations._stream import (
-    Tap,
-    close_quietly,
-    request_payload,
-    send_streamed,
-    send_streamed_async,
-    start_exchange,
+from pairwatch.channel import Options
+from pairwatch.integrations._calls import Args, Kwargs, argument
+from pairwatch.integrations._exchange import (
+    Exchange,
+    HttpClient,
+    Request,
+    async_send,
+    sync_send,
 )
+from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._stream import Tap
 
 LIBRARIES = ("httpx", "httpx2")
 
@@ -113,127 +113,71 @@ def _tees(lib_name: str) -> tuple[type, type]:
     return SyncTee, AsyncTee
 
 
-def _begin(request: Any, options: Options, lib_name: str) -> tuple[Channel, bool] | None:
-    """Open the exchange's channel when the request body is JSON-RPC, else None."""
-    try:
+class _Httpx(HttpClient):
+    """The request is ``send``'s first argument; the response's byte stream gets a tee."""
+
+    stream_flag = "stream"
+
+    def __init__(self, lib_name: str, tee: type) -> None:
+        self.integration = lib_name
+        self._tee = tee
+
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        request: Any = argument(args, kwargs, 0, "request")
         try:
             body = request.content  # raises for a streaming request body: not ours
         except Exception:
             return None
-        payload = request_payload(body)
-        if payload is None:
-            return None
-        channel = start_exchange(payload, options, lib_name, host_of(request.url), body)
-        return channel, payload.is_batch
-    except Exception as exc:
-        guard.report("httpx_send", exc, None)
-        return None
+        return Request(body, request.url)
 
-
-def _attach(response: Any, begun: tuple[Channel, bool], tee: type) -> Tap | None:
-    """Put the tee in front of the response's stream before anyone reads it."""
-    channel, batch_sent = begun
-    try:
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
-        tap = Tap(
-            channel,
-            headers.get("content-type"),
-            headers.get("content-encoding"),
-            batch_sent=batch_sent,
-        )
+        tap = exchange.tap(headers.get("content-type"), headers.get("content-encoding"))
         if response.is_stream_consumed:
             # A response hook already read the body: it is all in ``content``.
             tap.chunk(response.content)
             tap.end()
             return None
-        response.stream = tee(response.stream, tap)
+        response.stream = self._tee(response.stream, tap)
         return tap
-    except Exception as exc:
-        guard.report("httpx_attach", exc, channel.telemetry.internal_error)
-        close_quietly(channel, "closed")
-        return None
 
-
-def _request_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return args[0] if args else kwargs.get("request")
-
-
-def sync_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
-    """The wrapper for ``Client.send``; ``options`` is read per call (the instrumentor may
-    be re-configured)."""
-    tee = _tees(lib_name)[0]
-
-    def send(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if ACTIVE.get():
-            return wrapped(*args, **kwargs)
-        begun = _begin(_request_of(args, kwargs), options(), lib_name)
-        if begun is None:
-            return wrapped(*args, **kwargs)
-        stream = kwargs.get("stream", False)
-        response = send_streamed(wrapped, args, kwargs, begun[0])
-        tap = _attach(response, begun, tee)
-        if stream:
-            if tap is not None:
-                tap.abandon_with(response)
-            return response
+    def read(self, response: Any) -> None:
         try:  # what httpx's own send does for stream=False
             response.read()
         except BaseException:
             response.close()
             raise
-        return response
 
-    return send
-
-
-def async_send(options: Callable[[], Options], lib_name: str) -> Wrapper:
-    """The wrapper for ``AsyncClient.send``."""
-    tee = _tees(lib_name)[1]
-
-    async def send(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if ACTIVE.get():
-            return await wrapped(*args, **kwargs)
-        begun = _begin(_request_of(args, kwargs), options(), lib_name)
-        if begun is None:
-            return await wrapped(*args, **kwargs)
-        stream = kwargs.get("stream", False)
-        response = await send_streamed_async(wrapped, args, kwargs, begun[0])
-        tap = _attach(response, begun, tee)
-        if stream:
-            if tap is not None:
-                tap.abandon_with(response)
-            return response
+    async def aread(self, response: Any) -> None:
         try:
             await response.aread()
         except BaseException:
             await response.aclose()
             raise
-        return response
-
-    return send
 
 
-def install(client: object, options: Options) -> PatchHandle:
+def _wrapper(lib_name: str, is_async: bool, options: Callable[[], Options]) -> Wrapper:
+    sync_tee, async_tee = _tees(lib_name)
+    if is_async:
+        return async_send(_Httpx(lib_name, async_tee), options)
+    return sync_send(_Httpx(lib_name, sync_tee), options)
+
+
+def install(client: object, options: Options) -> Patches:
     """Wrap ``send`` on this one client; TypeError for anything that is not a client."""
     lib_name = library_of(type(client))
     if lib_name is None:
         raise TypeError(f"{type(client).__qualname__} is not an httpx client")
     lib = importlib.import_module(lib_name)
-    handle = PatchHandle(client)
-    if isinstance(client, lib.AsyncClient):
-        handle.wrap("send", async_send(lambda: options, lib_name))
-    elif isinstance(client, lib.Client):
-        handle.wrap("send", sync_send(lambda: options, lib_name))
-    else:
+    if not isinstance(client, (lib.Client, lib.AsyncClient)):
         raise TypeError(
             f"pairwatch instruments {lib_name}.Client and {lib_name}.AsyncClient, "
             f"not {type(client).__qualname__}"
         )
-    return handle
+    patches = Patches()
+    is_async = isinstance(client, lib.AsyncClient)
+    patches.wrap(client, "send", _wrapper(lib_name, is_async, lambda: options))
+    return patches
 
 
 def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
@@ -243,6 +187,6 @@ def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
         if importlib.util.find_spec(lib_name) is None:
             continue
         lib = importlib.import_module(lib_name)
-        found.append((lib.Client, "send", sync_send(options, lib_name)))
-        found.append((lib.AsyncClient, "send", async_send(options, lib_name)))
+        found.append((lib.Client, "send", _wrapper(lib_name, False, options)))
+        found.append((lib.AsyncClient, "send", _wrapper(lib_name, True, options)))
     return found

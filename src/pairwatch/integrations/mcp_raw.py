@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import wrapt
-
 from pairwatch import guard
+from pairwatch.integrations._patch import Patches
 
 __all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "release", "take"]
 
@@ -128,12 +128,13 @@ async def _with_address(
 
 
 class _Taps:
-    """Reference-counted installation; remembers exactly what it replaced."""
+    """Reference-counted installation, through one :class:`Patches` that remembers exactly
+    what it replaced."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._users = 0
-        self._saved: list[tuple[object, str, object]] = []
+        self._patches = Patches()
 
     def acquire(self) -> None:
         with self._lock:
@@ -147,34 +148,37 @@ class _Taps:
                 return
             self._users -= 1
             if self._users == 0:
-                self._uninstall()
-
-    def _replace(self, owner: object, name: str, make: Callable[[Any], object]) -> None:
-        """Replace one attribute; an SDK that moved it loses that tap, not the session."""
-        try:
-            original = vars(owner)[name]
-            setattr(owner, name, make(original))
-        except Exception as exc:
-            guard.report("mcp_tap:" + name, exc, None)
-            return
-        self._saved.append((owner, name, original))
+                self._patches.uninstall()
 
     def _install(self) -> None:
         import mcp.client.sse as sse
         import mcp.client.stdio as stdio
         import mcp.client.streamable_http as shttp
 
-        self._replace(stdio, "_parse_line", lambda f: wrapt.FunctionWrapper(f, _tag_line))
-        self._replace(shttp, "jsonrpc_message_adapter", lambda a: _AdapterTap(a, "http"))
+        # Each tap on its own: an SDK that moved one attribute loses that tap, not the session.
+        # always=True: these taps only read, and a suppressed call must still leave its raw
+        # text for the session's dispatcher, which decides per session.
+        patches = self._patches
         transport = shttp.StreamableHTTPTransport
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("_parse_line", lambda: patches.wrap(stdio, "_parse_line", _tag_line, always=True)),
+            (
+                "jsonrpc_message_adapter",
+                lambda: patches.replace(
+                    shttp, "jsonrpc_message_adapter", lambda a: _AdapterTap(a, "http")
+                ),
+            ),
+            ("types", lambda: patches.replace(sse, "types", lambda t: _TypesTap(t, "sse"))),
+        ]
         for method in ("_handle_post_request", "handle_get_stream"):
-            self._replace(transport, method, lambda f: wrapt.FunctionWrapper(f, _with_address))
-        self._replace(sse, "types", lambda t: _TypesTap(t, "sse"))
-
-    def _uninstall(self) -> None:
-        while self._saved:
-            owner, name, original = self._saved.pop()
-            setattr(owner, name, original)
+            steps.append(
+                (
+                    method,
+                    functools.partial(patches.wrap, transport, method, _with_address, always=True),
+                )
+            )
+        for name, step in steps:
+            guard.shielded("mcp_tap:" + name, step)
 
 
 _taps = _Taps()

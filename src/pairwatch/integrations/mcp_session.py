@@ -47,16 +47,15 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
-import wrapt
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 from opentelemetry.util.types import AttributeValue
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle, mcp_raw
+from pairwatch.integrations import mcp_raw
+from pairwatch.integrations._calls import Args, Around, Kwargs, argument
+from pairwatch.integrations._patch import Patches
 from pairwatch.pairing.records import Batch, Call
 
 __all__ = ["McpHandle", "install"]
@@ -65,7 +64,6 @@ GRACE = 0.5
 """Seconds the ledger's timeout trails the session's read timeout (the SDK closes first)."""
 
 _MAX_TRACKED = 4096
-_MISSING = object()
 
 SdkKey = int | str
 
@@ -169,36 +167,17 @@ class _Session:
         return attrs
 
 
-class McpHandle(Handle):
+class McpHandle(Patches):
     """Undoes one session's wrappers; the process-wide taps go with the last session."""
 
-    def __init__(self, dispatcher: object, state: _Session) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, state: _Session) -> None:
+        super().__init__()
         self.state = state
-        self._saved: list[tuple[str, object]] = []
-        self._tapped = False
-
-    def wrap(self, name: str, wrapper: Callable[..., Any]) -> None:
-        original = getattr(self.dispatcher, name)
-        own = vars(self.dispatcher).get(name, _MISSING)
-        setattr(self.dispatcher, name, wrapt.FunctionWrapper(original, wrapper))
-        self._saved.append((name, own))
+        self.on_uninstall.append(lambda: state.channel.close("closed"))
 
     def tap(self) -> None:
         mcp_raw.acquire()
-        self._tapped = True
-
-    def uninstall(self) -> None:
-        for name, own in reversed(self._saved):
-            if own is _MISSING:
-                delattr(self.dispatcher, name)
-            else:
-                setattr(self.dispatcher, name, own)
-        self._saved.clear()
-        if self._tapped:
-            self._tapped = False
-            mcp_raw.release()
-        self.state.channel.close("closed")
+        self.on_uninstall.insert(0, mcp_raw.release)
 
 
 def _session_of(obj: object) -> object:
@@ -213,13 +192,6 @@ def _session_of(obj: object) -> object:
             )
         return session
     raise TypeError(f"pairwatch does not know {type(obj).__qualname__} (mcp 2.x ClientSession)")
-
-
-def _guarded(state: _Session, fn: Callable[..., None], *args: Any) -> None:
-    try:
-        fn(*args)
-    except Exception as exc:
-        guard.report("mcp", exc, state.channel.telemetry.internal_error)
 
 
 def install(obj: object, options: Options) -> McpHandle:
@@ -243,35 +215,26 @@ def install(obj: object, options: Options) -> McpHandle:
         options=options,
         span_attributes=state.span_attributes,
     )
-    handle = McpHandle(dispatcher, state)
+    handle = McpHandle(state)
+    count = state.channel.telemetry.internal_error
 
-    async def on_write(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        _guarded(state, state.outgoing, args[0] if args else kwargs.get("message"))
-        return await wrapped(*args, **kwargs)
+    def incoming(args: Args, kwargs: Kwargs) -> None:
+        ctx = argument(args, kwargs, 3, "sender_ctx")
+        item = argument(args, kwargs, 0, "item")
+        state.incoming(item, ctx if isinstance(ctx, contextvars.Context) else None)
 
-    async def on_dispatch(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        item = args[0] if args else kwargs.get("item")
-        ctx = args[3] if len(args) > 3 else kwargs.get("sender_ctx")
-        _guarded(state, state.incoming, item, ctx if isinstance(ctx, contextvars.Context) else None)
-        return await wrapped(*args, **kwargs)
-
-    def on_closed(
-        wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            _guarded(state, state.stream_ended)
+    on_write = Around(
+        "mcp", count, before=lambda a, k: state.outgoing(argument(a, k, 0, "message"))
+    )
+    on_dispatch = Around("mcp", count, before=incoming)
+    on_closed = Around("mcp", count, finally_=state.stream_ended)
 
     try:
-        handle.wrap("_write", on_write)
-        handle.wrap("_dispatch", on_dispatch)
+        handle.wrap(dispatcher, "_write", on_write.wrapper(is_async=True))
+        handle.wrap(dispatcher, "_dispatch", on_dispatch.wrapper(is_async=True))
         if callable(getattr(dispatcher, "_fan_out_closed", None)):
-            handle.wrap("_fan_out_closed", on_closed)
+            closed = on_closed.wrapper(is_async=False)
+            handle.wrap(dispatcher, "_fan_out_closed", closed, always=True)
         handle.tap()
     except Exception:
         handle.uninstall()

@@ -10,158 +10,30 @@ copy of what the caller receives, chunk by chunk, without pairwatch reading anyt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from pairwatch import guard
-from pairwatch.channel import Channel, Options
-from pairwatch.integrations._patch import ACTIVE, PatchHandle, Wrapper, host_of
-from pairwatch.integrations._stream import (
-    Tap,
-    close_quietly,
-    request_payload,
-    send_streamed,
-    start_exchange,
-)
-
-INTEGRATION = "requests"
+from pairwatch.channel import Options
+from pairwatch.integrations._calls import Args, Kwargs, argument
+from pairwatch.integrations._exchange import Exchange, HttpClient, Request, sync_send
+from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._urllib3 import RawTee
 
 
-class RawTee:
-    """Instance-level wrappers on one urllib3 response's ``stream``, ``read``, ``read1``
-    and ``close``.
+class _Requests(HttpClient):
+    """The prepared request is ``send``'s first argument; the urllib3 response gets a tee."""
 
-    urllib3's own methods call one another (``stream`` calls ``read`` or ``read_chunked``),
-    so only the outermost call feeds the tap (``depth``).  Bytes read with
-    ``decode_content`` off still carry the Content-Encoding; the tap decodes its own copy.
-    """
+    integration = "requests"
+    stream_flag = "stream"
 
-    __slots__ = ("depth", "raw", "tap")
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        prepared = argument(args, kwargs, 0, "request")
+        return Request(getattr(prepared, "body", None), getattr(prepared, "url", None))
 
-    def __init__(self, raw: Any, tap: Tap) -> None:
-        self.raw = raw
-        self.tap = tap
-        self.depth = 0
-        for name, make in (
-            ("stream", self._stream),
-            ("read", self._read),
-            ("read1", self._read1),
-            ("close", self._close),
-        ):
-            original = getattr(raw, name, None)
-            if original is not None:
-                setattr(raw, name, make(original))
-
-    def _decodes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        try:
-            flag = kwargs.get("decode_content", args[1] if len(args) > 1 else None)
-            return bool(self.raw.decode_content if flag is None else flag)
-        except Exception:  # runs on the caller's read path: guess rather than raise
-            return True
-
-    def _feed(self, data: bytes, decoded: bool) -> None:
-        if decoded:
-            self.tap.chunk(data)
-        else:
-            self.tap.raw_chunk(data)
-
-    def _stream(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def stream(*args: Any, **kwargs: Any) -> Any:
-            if self.depth:
-                return original(*args, **kwargs)
-            return self._tee(original(*args, **kwargs), self._decodes(args, kwargs))
-
-        return stream
-
-    def _tee(self, inner: Iterator[bytes], decoded: bool) -> Iterator[bytes]:
-        tap = self.tap
-        try:
-            while True:
-                self.depth += 1
-                try:
-                    chunk = next(inner)
-                except StopIteration:
-                    break
-                finally:
-                    self.depth -= 1
-                self._feed(chunk, decoded)
-                yield chunk
-        except BaseException:
-            tap.dropped()
-            raise
-        finally:
-            close = getattr(inner, "close", None)
-            if close is not None:
-                close()
-        tap.end()
-
-    def _read(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        return self._reader(original, whole_when_unbounded=True)
-
-    def _read1(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        return self._reader(original, whole_when_unbounded=False)
-
-    def _reader(
-        self, original: Callable[..., Any], *, whole_when_unbounded: bool
-    ) -> Callable[..., Any]:
-        """``read()`` without a size reads to the end; ``read1()`` never promises that."""
-
-        def read(*args: Any, **kwargs: Any) -> Any:
-            if self.depth:
-                return original(*args, **kwargs)
-            amt = kwargs.get("amt", args[0] if args else None)
-            self.depth += 1
-            try:
-                data = original(*args, **kwargs)
-            except BaseException:
-                self.tap.dropped()
-                raise
-            finally:
-                self.depth -= 1
-            try:
-                self._feed(data, self._decodes(args, kwargs))
-                unbounded = amt is None or (isinstance(amt, int) and amt < 0)
-                if not data or (unbounded and whole_when_unbounded):
-                    self.tap.end()
-            except Exception as exc:  # the caller's bytes are read: hand them over
-                guard.report("requests_tee", exc, None)
-            return data
-
-        return read
-
-    def _close(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def close(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return original(*args, **kwargs)
-            finally:
-                guard.quietly("requests_tee", self.tap.dropped)  # a no-op once ended
-
-        return close
-
-
-def _begin(request: Any, options: Options) -> tuple[Channel, bool] | None:
-    try:
-        body = getattr(request, "body", None)
-        payload = request_payload(body)
-        if payload is None:
-            return None
-        channel = start_exchange(payload, options, INTEGRATION, host_of(request.url), body)
-        return channel, payload.is_batch
-    except Exception as exc:
-        guard.report("requests_send", exc, None)
-        return None
-
-
-def _attach(response: Any, begun: tuple[Channel, bool]) -> Tap | None:
-    channel, batch_sent = begun
-    try:
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
-        tap = Tap(
-            channel,
-            headers.get("content-type"),
-            headers.get("content-encoding"),
-            batch_sent=batch_sent,
-        )
+        tap = exchange.tap(headers.get("content-type"), headers.get("content-encoding"))
         if getattr(response, "_content", False) is not False:
             # A response hook already read the body into ``content``.
             tap.chunk(response.content or b"")
@@ -169,46 +41,22 @@ def _attach(response: Any, begun: tuple[Channel, bool]) -> Tap | None:
             return None
         RawTee(response.raw, tap)
         return tap
-    except Exception as exc:
-        guard.report("requests_attach", exc, channel.telemetry.internal_error)
-        close_quietly(channel, "closed")
-        return None
+
+    def read(self, response: Any) -> None:
+        response.content  # noqa: B018 - what Session.send does for stream=False
 
 
-def session_send(options: Callable[[], Options]) -> Wrapper:
-    """The wrapper for ``Session.send``."""
-
-    def send(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if ACTIVE.get():
-            return wrapped(*args, **kwargs)
-        begun = _begin(args[0] if args else kwargs.get("request"), options())
-        if begun is None:
-            return wrapped(*args, **kwargs)
-        stream = kwargs.get("stream", False)
-        response = send_streamed(wrapped, args, kwargs, begun[0])
-        tap = _attach(response, begun)
-        if not stream:
-            response.content  # noqa: B018 - what Session.send does for stream=False
-        elif tap is not None:
-            tap.abandon_with(response)
-        return response
-
-    return send
-
-
-def install(client: object, options: Options) -> PatchHandle:
+def install(client: object, options: Options) -> Patches:
     import requests
 
     if not isinstance(client, requests.Session):
         raise TypeError(f"pairwatch instruments requests.Session, not {type(client).__qualname__}")
-    handle = PatchHandle(client)
-    handle.wrap("send", session_send(lambda: options))
-    return handle
+    patches = Patches()
+    patches.wrap(client, "send", sync_send(_Requests(), lambda: options))
+    return patches
 
 
 def targets(options: Callable[[], Options]) -> list[tuple[type, str, Wrapper]]:
     import requests
 
-    return [(requests.Session, "send", session_send(options))]
+    return [(requests.Session, "send", sync_send(_Requests(), options))]

@@ -31,13 +31,15 @@ import contextvars
 import threading
 import weakref
 from typing import Any
-from urllib.parse import urlsplit
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle
-from pairwatch.integrations._patch import tracking
-from pairwatch.integrations._ws import Patches, WsTap, instrument_connection
+from pairwatch.integrations import Handle, hold
+from pairwatch.integrations._calls import Args, Around, Kwargs, argument
+from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, sync_send
+from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._ws import WsTap, instrument_connection
 from pairwatch.pairing import wire
 from pairwatch.pairing.repair import repair
 
@@ -64,21 +66,29 @@ class _Noop(Handle):
         pass
 
 
-class Web3Handle(Handle):
-    def __init__(self, provider: Any) -> None:
-        self.provider = provider
-        self.patches: list[Patches] = []
-        self.tap: WsTap | None = None
+class Web3Handle(Patches):
+    """The provider's patches, plus the websocket tap of its current connection."""
 
-    def uninstall(self) -> None:
-        for patches in reversed(self.patches):
-            patches.restore()
-        self.patches.clear()
+    def __init__(self, provider: Any) -> None:
+        super().__init__()
+        self.provider = hold(provider)
+        self.tap: WsTap | None = None
+        self.on_uninstall.append(self._release)
+
+    def retap(self, conn: Any, options: Options | None) -> None:
+        """Close the old connection's tap; tap ``conn`` when given (a new connection)."""
         if self.tap is not None:
             self.tap.uninstall("closed")
             self.tap = None
+        if conn is not None and options is not None:
+            self.tap = instrument_connection(conn, options, integration="web3")
+
+    def _release(self) -> None:
+        self.retap(None, None)
+        provider = self.provider()
         with _instrumented_lock:
-            _instrumented.discard(self.provider)
+            if provider is not None:
+                _instrumented.discard(provider)
 
 
 def install(client: object, options: Options) -> Handle:
@@ -110,75 +120,30 @@ def install(client: object, options: Options) -> Handle:
 
 
 # --------------------------------------------------------------------------- HTTP
-class _Exchanges:
-    """Opens one bound channel per POST and feeds it the body sent and the reply read."""
+class _Web3Http(HttpClient):
+    """``make_post_request(endpoint_uri, data)``: bytes in, the whole reply's bytes out."""
 
-    def __init__(self, provider: Any, options: Options) -> None:
-        self.options = options
-        self.repair = options.repair
-        try:
-            self.host = urlsplit(str(provider.endpoint_uri)).hostname
-        except Exception:
-            self.host = None
+    integration = "web3"
 
-    def begin(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            data = args[1] if len(args) > 1 else kwargs.get("data")
-            if not isinstance(data, (bytes, bytearray, memoryview, str)):
-                return None
-            parsed = wire.parse(data)
-            channel = Channel(
-                bound=True,
-                transport="http",
-                integration="web3",
-                server_address=self.host,
-                options=self.options,
-            )
-            channel.sent_parsed(parsed)
-            ids = None
-            if self.repair and parsed.is_batch:
-                ids = [m.key for m in parsed.messages if m.kind is wire.Kind.REQUEST]
-            return channel, ids
-        except Exception as exc:
-            guard.report("web3_sent", exc, None)
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        data = argument(args, kwargs, 1, "data")
+        if not isinstance(data, (bytes, bytearray, memoryview, str)):
             return None
+        return Request(data, argument(args, kwargs, 0, "endpoint_uri"))
 
-    def end(self, begun: Any, raw: object) -> None:
-        if begun is None:
-            return
-        channel, ids = begun
-        channel.received(raw)
+    def payload(self, request: Request) -> wire.Payload | None:
+        # No sniff: web3 only ever posts JSON-RPC, and an empty batch ``[]`` (web3.py #3518)
+        # must still be counted.
+        return wire.parse(request.body)
+
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
+        channel = exchange.channel
+        channel.received(response)
         channel.close("body_end")
-        if ids is not None:
-            _REPAIR.set((raw, ids, channel))
-
-    def fail(self, begun: Any) -> None:
-        if begun is not None:
-            begun[0].close("send_failed")
-
-    def post(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        begun = self.begin(args, kwargs)
-        try:
-            # Marked as tracked so that the requests/aiohttp integrations, if also on,
-            # pass this exchange through instead of counting it a second time.
-            with tracking():
-                raw = wrapped(*args, **kwargs)
-        except BaseException:
-            self.fail(begun)
-            raise
-        self.end(begun, raw)
-        return raw
-
-    async def apost(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        begun = self.begin(args, kwargs)
-        try:
-            with tracking():
-                raw = await wrapped(*args, **kwargs)
-        except BaseException:
-            self.fail(begun)
-            raise
-        self.end(begun, raw)
-        return raw
+        if channel.options.repair and exchange.payload.is_batch:
+            ids = [m.key for m in exchange.payload.messages if m.kind is wire.Kind.REQUEST]
+            _REPAIR.set((response, ids, channel))
+        return None
 
 
 def _repair_decoded(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -204,59 +169,34 @@ def _repair_decoded(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 
 def _install_http(handle: Web3Handle, provider: Any, options: Options, is_async: bool) -> None:
-    exchanges = _Exchanges(provider, options)
-    manager = Patches(provider._request_session_manager)
-    handle.patches.append(manager)
+    manager = provider._request_session_manager
     if is_async:
-        manager.wrap("async_make_post_request", exchanges.apost)
+        handle.wrap(manager, "async_make_post_request", async_send(_Web3Http(), lambda: options))
     else:
-        manager.wrap("make_post_request", exchanges.post)
+        handle.wrap(manager, "make_post_request", sync_send(_Web3Http(), lambda: options))
     if options.repair:
-        own = Patches(provider)
-        handle.patches.append(own)
-        own.wrap("decode_rpc_response", _repair_decoded)
+        handle.wrap(provider, "decode_rpc_response", _repair_decoded)
 
 
 # ---------------------------------------------------------------------- WebSocket
 def _install_ws(handle: Web3Handle, provider: Any, options: Options) -> None:
-    def tap_current() -> None:
-        try:
-            if handle.tap is not None:
-                handle.tap.uninstall("closed")
-                handle.tap = None
-            conn = getattr(provider, "_ws", None)
-            if conn is not None:
-                handle.tap = instrument_connection(conn, options, integration="web3")
-        except Exception as exc:
-            guard.report("web3_ws_connect", exc, None)
-
-    async def connect(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        result = await wrapped(*args, **kwargs)
-        tap_current()
+    def tap_current(_: None = None, result: Any = None) -> Any:
+        handle.retap(getattr(provider, "_ws", None), options)
         return result
 
-    async def disconnect(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            if handle.tap is not None:
-                handle.tap.uninstall("closed")
-                handle.tap = None
-
-    async def cache_raw_response(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    def cache_raw_response(args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
         # web3's listener was already inside the original recv when the tap went in: the
         # message it returns never passed the tap, so record (and repair) it here, decoded.
         tap = handle.tap
         if tap is not None and args and not tap.take_seen():
             args = (tap.decoded(args[0]), *args[1:])
-        return await wrapped(*args, **kwargs)
+        return args, kwargs
 
-    own = Patches(provider)
-    handle.patches.append(own)
-    own.wrap("_provider_specific_connect", connect)
-    own.wrap("_provider_specific_disconnect", disconnect)
+    connect = Around("web3_ws_connect", after=tap_current)
+    disconnect = Around("web3_ws_disconnect", finally_=lambda: handle.retap(None, None))
+    handle.wrap(provider, "_provider_specific_connect", connect.wrapper(True), always=True)
+    handle.wrap(provider, "_provider_specific_disconnect", disconnect.wrapper(True), always=True)
     if getattr(provider, "_ws", None) is not None:
-        tap_current()  # already connected: tap the open socket now
-        processor = Patches(provider._request_processor)
-        handle.patches.append(processor)
-        processor.wrap("cache_raw_response", cache_raw_response)
+        guard.shielded("web3_ws_connect", tap_current)  # already connected: tap it now
+        cache = Around("web3_ws_received", swap=cache_raw_response).wrapper(True)
+        handle.wrap(provider._request_processor, "cache_raw_response", cache)
