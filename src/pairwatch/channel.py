@@ -53,6 +53,12 @@ class Options:
     Payloads never leave the process unless ``capture_payloads`` is set: then each request
     and response, passed through ``redact`` (decoded message in, what may be recorded out)
     and cut to ``max_payload_bytes``, goes on its per-id span.
+
+    ``propagate`` lets the HTTP integrations add the current trace context (W3C
+    ``traceparent``, through the global propagator) to a JSON-RPC request, as OpenTelemetry's
+    HTTP instrumentations do, so a server running pairwatch's middleware puts its batch span
+    in the same trace.  Only when a span is current and the request carries no such header
+    already: untraced requests go out byte for byte as the caller made them.
     """
 
     timeout: float = 30.0
@@ -70,6 +76,7 @@ class Options:
     redact: Callable[[Any], Any] | None = None
     late_ids: int = 1024
     late_age: float = 300.0
+    propagate: bool = True
 
     def limits(self) -> Limits:
         return Limits(

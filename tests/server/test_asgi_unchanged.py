@@ -2,8 +2,9 @@
 
 Two uvicorn servers run the same Starlette app, one wrapped: every exchange is compared
 byte for byte on the wire (status line, headers, chunked SSE framing, body), Date aside.
-Then two instrumented clients share one wrapped server: each client's batch span and the
-server's batch span for that batch meet in one trace, and no batch lands in the other's.
+Then two instrumented clients (httpx, requests) share one wrapped server: their integrations
+propagate ``traceparent``, so each client's batch span and the server's batch span for that
+batch meet in one trace, and no batch lands in the other's.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import threading
 
 import httpx
 import pytest
-from opentelemetry import propagate
-from opentelemetry.trace import SpanKind
 from otel_support import Otel
 from server_apps import starlette_app
 from server_support import call, note, raw_exchange, uvicorn_server, wait_until
@@ -48,26 +47,29 @@ def test_wrapped_and_bare_apps_send_identical_bytes(otel):
 
 
 def test_two_clients_one_server_meet_in_one_trace_per_batch(otel: Otel):
+    """httpx and requests, each instrumented, each batch sent inside its own span: the
+    integrations propagate ``traceparent`` and the server's batch span joins that trace."""
+    import requests
+
     app = pairwatch.PairwatchMiddleware(
         starlette_app(), meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
     )
     tracer = otel.tracer_provider.get_tracer("test")
-    parents: dict[str, list[int]] = {"a": [], "b": []}
+    parents: dict[str, list[int]] = {"httpx": [], "requests": []}
+    providers = {"meter_provider": otel.meter_provider, "tracer_provider": otel.tracer_provider}
 
     def client_run(name: str, url: str) -> None:
-        with httpx.Client(timeout=5) as client:
-            pairwatch.instrument(
-                client, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
-            )
+        client = pairwatch.instrument(
+            httpx.Client(timeout=5) if name == "httpx" else requests.Session(), **providers
+        )
+        try:
             for i in range(5):
                 with tracer.start_as_current_span(f"{name}-{i}") as span:
                     parents[name].append(span.get_span_context().span_id)
-                    # What an OTel HTTP client instrumentation does (pairwatch's own client
-                    # integrations will, once the integration kit lands).
-                    headers: dict[str, str] = {}
-                    propagate.inject(headers)
-                    r = client.post(url, json=[call(i), call(100 + i)], headers=headers)
+                    r = client.post(url, json=[call(i), call(100 + i)])
                     assert [x["id"] for x in r.json()] == [i, 100 + i]
+        finally:
+            client.close()
 
     with uvicorn_server(app) as base:
         threads = [threading.Thread(target=client_run, args=(n, base + "/")) for n in parents]
@@ -82,18 +84,47 @@ def test_two_clients_one_server_meet_in_one_trace_per_batch(otel: Otel):
 
     spans = otel.spans()
     batches = [s for s in spans if s.name == "jsonrpc batch"]
-    by_parent: dict[int, list[SpanKind]] = {}
+    assert len(batches) == 20
+    by_parent: dict[int, list[str]] = {}
     for s in batches:
         assert s.parent is not None
-        by_parent.setdefault(s.parent.span_id, []).append(s.kind)
-    outer = {s.context.span_id: s for s in spans if s.name.startswith(("a-", "b-"))}
+        by_parent.setdefault(s.parent.span_id, []).append(s.kind.name)
+    outer = {s.context.span_id: s for s in spans if s.name.startswith(("httpx-", "requests-"))}
     assert len(outer) == 10
-    for span_id, kinds in by_parent.items():
-        # One client batch span and one server batch span under each client's own span,
-        # in that span's trace: no batch of client a under a span of client b.
-        assert sorted(k.name for k in kinds) == ["CLIENT", "SERVER"]
-        assert span_id in outer
-    assert set(by_parent) == set(parents["a"]) | set(parents["b"])
+    # One client batch span and one server batch span under each caller span, in that
+    # span's trace: no batch of one client under a span of the other.
+    assert {k: sorted(v) for k, v in by_parent.items()} == {
+        span_id: ["CLIENT", "SERVER"] for span_id in outer
+    }
     for s in batches:
         assert s.context.trace_id == outer[s.parent.span_id].context.trace_id
         assert s.attributes["pairwatch.side"] == s.kind.name.lower()
+
+
+def test_traceparent_is_added_only_inside_a_span_and_never_overwritten(otel: Otel):
+    """What the server received, as it received it: untraced requests go out unchanged."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def echo_header(request: Request) -> JSONResponse:
+        body = json.loads(await request.body())
+        seen = request.headers.get("traceparent")
+        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": seen})
+
+    app = Starlette(routes=[Route("/", echo_header, methods=["POST"])])
+    tracer = otel.tracer_provider.get_tracer("test")
+    with uvicorn_server(app) as base, httpx.Client(timeout=5) as client:
+        pairwatch.instrument(client, tracer_provider=otel.tracer_provider)
+        assert client.post(base + "/", json=call(1)).json()["result"] is None
+        with tracer.start_as_current_span("caller") as span:
+            got = client.post(base + "/", json=call(2)).json()["result"]
+            mine = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+            kept = client.post(base + "/", json=call(3), headers={"traceparent": mine})
+        ctx = span.get_span_context()
+        assert got == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+        assert kept.json()["result"] == mine
+        off = pairwatch.instrument(httpx.Client(timeout=5), propagate=False)
+        with tracer.start_as_current_span("untold"), off:
+            assert off.post(base + "/", json=call(4)).json()["result"] is None

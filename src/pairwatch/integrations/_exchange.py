@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import propagate, trace
+
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._calls import Args, Kwargs
@@ -121,6 +123,9 @@ class Request:
     body: object
     url: object
     decoded: bool = False
+    headers: Any = None
+    """The library's own mutable header mapping of this request, where trace context can be
+    added (None where the library keeps none pairwatch may write to)."""
 
 
 @dataclass(frozen=True)
@@ -183,10 +188,27 @@ def _begin(
             return None
         host = host_of(request.url)
         channel = start_exchange(payload, options, client.integration, host, request.body)
+        if options.propagate and request.headers is not None:
+            inject_context(request.headers)
         return Exchange(channel, payload)
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
+
+
+def inject_context(headers: Any) -> None:
+    """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
+    instrumentations do, so the server's batch span joins this trace.
+
+    Nothing is added without a current span (an untraced request goes out unchanged), nor
+    over a header the caller or another instrumentation already set.
+    """
+    if not trace.get_current_span().get_span_context().is_valid:
+        return
+    propagator = propagate.get_global_textmap()
+    if any(field in headers for field in propagator.fields):
+        return
+    propagator.inject(headers)
 
 
 def _sent_kwargs(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -128,7 +128,7 @@ class _Httpx(HttpClient):
             body = request.content  # raises for a streaming request body: not ours
         except Exception:
             return None
-        return Request(body, request.url)
+        return Request(body, request.url, headers=request.headers)
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers

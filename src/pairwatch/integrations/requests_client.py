@@ -29,7 +29,11 @@ class _Requests(HttpClient):
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         prepared = argument(args, kwargs, 0, "request")
-        return Request(getattr(prepared, "body", None), getattr(prepared, "url", None))
+        return Request(
+            getattr(prepared, "body", None),
+            getattr(prepared, "url", None),
+            headers=getattr(prepared, "headers", None),
+        )
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers

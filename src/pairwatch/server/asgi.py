@@ -67,7 +67,7 @@ class PairwatchMiddleware:
         async def tapped_receive() -> Message:
             message = await receive()
             if exchange.active:
-                guard.quietly("server_read", _read, exchange, message)
+                guard.shielded("server_read", _read, exchange, message)
             return message
 
         async def tapped_send(message: Message) -> None:
@@ -77,14 +77,14 @@ class PairwatchMiddleware:
                 # After the server took it: the reply leaves first, the books follow.  Also
                 # when sending raised (the caller went away): the application did answer.
                 if exchange.active:
-                    guard.quietly("server_wrote", _wrote, exchange, message)
+                    guard.shielded("server_wrote", _wrote, exchange, message)
 
         try:
             await self.app(scope, tapped_receive, tapped_send)
         except BaseException:
-            guard.quietly("server_app_error", exchange.dropped, APP_ERROR)
+            guard.shielded("server_app_error", exchange.dropped, APP_ERROR)
             raise
-        guard.quietly("server_finished", exchange.finished)
+        guard.shielded("server_finished", exchange.finished)
 
     def _exchange(self, scope: Scope) -> Exchange | None:
         try:

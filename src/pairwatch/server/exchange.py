@@ -22,7 +22,8 @@ from opentelemetry import propagate, trace
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options, telemetry_for
-from pairwatch.integrations._stream import MAX_BODY, Tap, request_payload
+from pairwatch.integrations._exchange import request_payload
+from pairwatch.integrations._stream import MAX_BODY, Tap
 
 __all__ = ["APP_ERROR", "Exchange", "counter", "parent_context", "server_name"]
 
@@ -179,7 +180,7 @@ class Exchange:
             self._tap.dropped(reason)
         elif self._channel is not None and not self._gave_up:
             self._gave_up = True
-            guard.quietly("server_drop", self._channel.close, reason)
+            guard.shielded("server_drop", self._channel.close, reason)
 
     def finished(self) -> None:
         """The application returned: a reply it started but never ended closes as
@@ -203,4 +204,4 @@ class Exchange:
             counter(self._options) if channel is None else channel.telemetry.internal_error,
         )
         if channel is not None:
-            guard.quietly("server_close", channel.close, "closed")
+            guard.shielded("server_close", channel.close, "closed")

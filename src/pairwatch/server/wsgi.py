@@ -60,13 +60,13 @@ class PairwatchWSGIMiddleware:
 
         def tapped_start_response(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
             write = start_response(status, headers, *rest)
-            guard.quietly("server_head", _head, exchange, status, headers)
+            guard.shielded("server_head", _head, exchange, status, headers)
             return _Write(write, exchange)
 
         try:
             body = self.app(environ, tapped_start_response)
         except BaseException:
-            guard.quietly("server_app_error", exchange.dropped, APP_ERROR)
+            guard.shielded("server_app_error", exchange.dropped, APP_ERROR)
             raise
         return _SizedBody(body, exchange) if hasattr(body, "__len__") else _Body(body, exchange)
 
@@ -178,7 +178,7 @@ class _Write:
             return self._write(data)
         finally:
             if self._exchange.active:
-                guard.quietly("server_write", self._exchange.response_chunk, data)
+                guard.shielded("server_write", self._exchange.response_chunk, data)
 
 
 class _Body:
@@ -200,15 +200,15 @@ class _Body:
             chunk = next(self._iter)
         except StopIteration:
             self._ended = True
-            guard.quietly("server_end", self._exchange.response_end)
-            guard.quietly("server_end", self._exchange.finished)  # a reply never started
+            guard.shielded("server_end", self._exchange.response_end)
+            guard.shielded("server_end", self._exchange.finished)  # a reply never started
             raise
         except BaseException:
             self._ended = True
-            guard.quietly("server_app_error", self._exchange.dropped, APP_ERROR)
+            guard.shielded("server_app_error", self._exchange.dropped, APP_ERROR)
             raise
         if self._exchange.active:
-            guard.quietly("server_chunk", self._exchange.response_chunk, chunk)
+            guard.shielded("server_chunk", self._exchange.response_chunk, chunk)
         return chunk
 
     def close(self) -> None:
@@ -219,7 +219,7 @@ class _Body:
         finally:
             if not self._ended:
                 # The server stopped taking the body before its end: the caller went away.
-                guard.quietly("server_close", self._exchange.finished)
+                guard.shielded("server_close", self._exchange.finished)
 
 
 class _SizedBody(_Body):
