@@ -31,13 +31,14 @@ For clients no integration covers, feed a channel by hand::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
 from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
 from pairwatch.pairing import diagnosis
-from pairwatch.server import PairwatchMiddleware, PairwatchWSGIMiddleware
 
 __all__ = [
     "Channel",
@@ -53,3 +54,18 @@ __all__ = [
     "serve_metrics",
     "uninstrument",
 ]
+
+if TYPE_CHECKING:
+    from pairwatch.server import PairwatchMiddleware, PairwatchWSGIMiddleware
+
+_SERVER = frozenset({"PairwatchMiddleware", "PairwatchWSGIMiddleware"})
+
+
+def __getattr__(name: str) -> Any:
+    """The middleware loads on first use: ``import pairwatch`` in a client process must not
+    load the server side (nor the HTTP tap it shares with the integrations)."""
+    if name in _SERVER:
+        from pairwatch import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'pairwatch' has no attribute {name!r}")

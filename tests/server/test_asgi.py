@@ -7,6 +7,7 @@ that moved, and that the caller got exactly what the app answered.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -35,6 +36,17 @@ def closed(otel: Otel, n: int) -> None:
     """The server closes its books just after the reply left: wait for the n-th batch."""
     wait_until(lambda: otel.value("batch.closed") >= n, what=f"{n} closed batches")
     assert otel.value("batch.closed") == n
+
+
+def settled(otel: Otel, expected: dict[str, int]) -> None:
+    """Wait for the books to read ``expected``, then compare (a diff when they never do).
+
+    A reply to a notifications-only batch lands after that batch closed (it expected
+    nothing), so waiting for the close alone would read the books too early.
+    """
+    with contextlib.suppress(TimeoutError):
+        wait_until(lambda: otel.counters() == expected, timeout=5, what="the books")
+    assert otel.counters() == expected
 
 
 def post(url: str, body: object) -> httpx.Response:
@@ -119,8 +131,7 @@ def test_reply_shapes(url, otel, query, body, expected):
     assert r.content == answer_body(
         json.dumps(body).encode(), reverse="reverse" in query, as_object="object" in query
     )
-    closed(otel, 1)
-    assert otel.counters() == expected
+    settled(otel, expected)
     assert {a[SIDE] for a in otel.attrs("batch.closed")} == {"server"}
 
 
@@ -128,6 +139,7 @@ def test_violation_reasons_name_the_shape(url, otel):
     post(url + "/?object=1", [call(0), call(1)])
     post(url + "/", [note("chatty")])
     closed(otel, 2)
+    wait_until(lambda: otel.value("batch.protocol_violation") == 2, what="both violations")
     reasons = sorted(a["pairwatch.reason"] for a in otel.attrs("batch.protocol_violation"))
     assert reasons == ["reply_to_notifications", "single_reply_to_batch"]
 
