@@ -145,6 +145,8 @@ class Exchange:
         # For the tap: a batch answered over SSE comes back one element per event.
         self._is_batch = payload.is_batch
         channel.sent_parsed(payload, body, parent=self._parent)
+        # An application that never answers (or a stream held open) still times out.
+        channel.watch()
 
     def response_start(self, status: int, content_type: str | None, encoding: str | None) -> None:
         """The response head: where the books learn whether the reply is JSON or a stream."""
