@@ -113,3 +113,32 @@ def test_wire_bytes_match_the_bare_app(otel):
                 assert b"Content-Length:" in got  # len() of the body was kept
     wait_until(lambda: otel.value("batch.closed") == 3, what="three closed batches")
     assert otel.value("batch.requests") == 2 + 10
+
+
+def test_apps_that_read_by_line_or_in_pieces_see_the_same_body(otel):
+    """The reader stands in for wsgi.input: every way of reading gives the bytes sent."""
+    seen: list[bytes] = []
+
+    def reading_app(environ, start_response):
+        stream = environ["wsgi.input"]
+        if environ.get("QUERY_STRING") == "lines":
+            body = b"".join(stream)  # iteration, line by line
+        else:
+            length = int(environ["CONTENT_LENGTH"])
+            body = stream.read(5) + stream.readline() + stream.read(length)
+        seen.append(body)
+        reply = answer_body(body)
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [reply]
+
+    app = pairwatch.PairwatchWSGIMiddleware(reading_app, meter_provider=otel.meter_provider)
+    body = (
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "a"},\n{"jsonrpc": "2.0", "id": 2, "method": "b"}]'
+    )
+    with waitress_server(app) as base:
+        for query in ("lines", "pieces"):
+            r = httpx.post(f"{base}/?{query}", content=body, timeout=5)
+            assert r.content == answer_body(body)
+    assert seen == [body, body]
+    closed(otel, 2)
+    assert otel.counters() == {"batch.closed": 2, "batch.requests": 4}
