@@ -54,11 +54,8 @@ class Options:
     and response, passed through ``redact`` (decoded message in, what may be recorded out)
     and cut to ``max_payload_bytes``, goes on its per-id span.
 
-    ``propagate`` lets the HTTP integrations add the current trace context (W3C
-    ``traceparent``, through the global propagator) to a JSON-RPC request, as OpenTelemetry's
-    HTTP instrumentations do, so a server running pairwatch's middleware puts its batch span
-    in the same trace.  Only when a span is current and the request carries no such header
-    already: untraced requests go out byte for byte as the caller made them.
+    ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
+    that has none, so a server running pairwatch's middleware joins the trace.
     """
 
     timeout: float = 30.0
@@ -268,13 +265,12 @@ class Channel:
         self, payload: wire.Payload, raw: object = None, parent: otel_context.Context | None = None
     ) -> Batch | None:
         """Like :meth:`sent` for integrations that already classified the payload; ``raw``
-        (the payload as sent) is only read when payload capture is on.  ``parent`` replaces
-        the current context as the batch span's parent (the server side passes the caller's
-        propagated ``traceparent``)."""
+        (the payload as sent) is only read when payload capture is on.  ``parent``, if
+        given, is the batch span's parent instead of the current context."""
         try:
             ctx = None
             if self.telemetry.spans:
-                ctx = parent if parent is not None else otel_context.get_current()
+                ctx = otel_context.get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
             return self.ledger.sent(payload, ctx)
