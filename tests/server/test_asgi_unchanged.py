@@ -14,6 +14,7 @@ import threading
 
 import httpx
 import pytest
+from components import need
 from otel_support import Otel
 from server_apps import starlette_app
 from server_support import call, note, raw_exchange, uvicorn_server, wait_until
@@ -128,3 +129,33 @@ def test_traceparent_is_added_only_inside_a_span_and_never_overwritten(otel: Ote
         off = pairwatch.instrument(httpx.Client(timeout=5), propagate=False)
         with tracer.start_as_current_span("untold"), off:
             assert off.post(base + "/", json=call(4)).json()["result"] is None
+
+
+async def test_aiohttp_propagates_on_a_copy_of_the_callers_headers(otel: Otel):
+    """aiohttp takes headers per call: the caller's own mapping must stay as it was."""
+    aiohttp = need("aiohttp", "pip install 'pairwatch[aiohttp]'")
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def echo_header(request: Request) -> JSONResponse:
+        body = json.loads(await request.body())
+        seen = [request.headers.get("traceparent"), request.headers.getlist("x-twice")]
+        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": seen})
+
+    app = Starlette(routes=[Route("/", echo_header, methods=["POST"])])
+    tracer = otel.tracer_provider.get_tracer("test")
+    mine = {"X-Twice": "1"}
+    with uvicorn_server(app) as base:
+        async with aiohttp.ClientSession() as session:
+            pairwatch.instrument(session, tracer_provider=otel.tracer_provider)
+            async with session.post(base + "/", json=call(1), headers=mine) as r:
+                untraced = (await r.json())["result"]
+            with tracer.start_as_current_span("caller") as span:
+                async with session.post(base + "/", json=call(2), headers=mine) as r:
+                    traced = (await r.json())["result"]
+    ctx = span.get_span_context()
+    assert untraced == [None, ["1"]]
+    assert traced == [f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}", ["1"]]
+    assert mine == {"X-Twice": "1"}  # the caller's mapping was copied, not written to
