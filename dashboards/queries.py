@@ -4,7 +4,7 @@ Used by dashboards/render_png.py and by the end-to-end test
 (tests/dashboards/test_e2e_prometheus.py). Standard library only.
 
 Grafana fills in template variables before a query reaches Prometheus; outside Grafana we
-do it here: `$job`, `$transport`, `$server` and `$method` become `.*` (what the "All"
+do it here: `$job`, `$instance`, `$transport`, `$server` and `$method` become `.*` (what the "All"
 choice sends, since the variables set allValue to `.*`), and the interval variables become
 fixed durations.
 """
@@ -23,6 +23,7 @@ DASHBOARD = Path(__file__).resolve().parent / "pairwatch.json"
 # What "All" sends for every label variable, and durations for Grafana's interval variables.
 DEFAULT_VALUES: Mapping[str, str] = {
     "job": ".*",
+    "instance": ".*",
     "transport": ".*",
     "server": ".*",
     "method": ".*",

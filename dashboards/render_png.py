@@ -5,10 +5,15 @@
 
 or, to regenerate the picture in the README (docs/dashboard.png) from scratch, the way it
 was made: run `pairwatch demo` with its default fault mix and a real Prometheus (the
-`prometheus` binary on PATH, scraping every 5 s with dashboards/rules/ loaded) for six
-minutes, so the 5-minute recording rules are past their ramp, then draw that run:
+`prometheus` binary on PATH, scraping every 5 s with dashboards/rules/ loaded), let the
+5-minute recording rules and alert windows fill (`--warmup`, default 5m), then draw the next
+DURATION of that run, so the picture shows no warm-up ramp:
 
     python dashboards/render_png.py --from-demo 6m --output docs/dashboard.png
+
+Alert state is drawn as the dashboard shows it: the panels' threshold lines dashed, a strip
+along the top of each panel red while any pairwatch alert was firing (yellow while only
+pending), and the alerts active at the end listed under the title.
 
 A picture of what the panels show for readers without a Grafana. Each panel's queries are
 taken from dashboards/pairwatch.json (so the picture shows the dashboard's real queries),
@@ -20,36 +25,35 @@ Needs matplotlib (the `dashboards` extra); talks to Prometheus with the standard
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import signal
 import sys
+import textwrap
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from queries import (
-    DASHBOARD,
-    PanelQuery,
-    iter_panels,
-    legend_text,
-    load_dashboard,
-    panel_queries,
-    substitute,
-)
+from queries import DASHBOARD, iter_panels, load_dashboard, panel_queries
+from render_data import fetch_alerts, fetch_panel
 
 # Panel ids from dashboards/generate.py, in drawing order (two per row).
-MAIN_PANELS: tuple[int, ...] = (2, 5, 6, 8, 9, 10, 12, 14)
+MAIN_PANELS: tuple[int, ...] = (2, 4, 6, 7, 10, 11, 14, 16)
 MAX_SERIES_PER_PANEL = 12
 
 # Grafana colour names used by the dashboard's overrides, as matplotlib colours.
-COLORS = {"dark-red": "darkred", "orange": "darkorange", "red": "red", "purple": "purple"}
+COLORS = {
+    "dark-red": "darkred",
+    "orange": "darkorange",
+    "red": "red",
+    "purple": "purple",
+    "light-purple": "orchid",
+    "yellow": "goldenrod",
+    "blue": "royalblue",
+}
+ALERT_SHADES = {"pending": "gold", "firing": "red"}  # drawn in this order: firing on top
 
 # y-axis label per Grafana unit; the panel's unit says what is counted per second.
 UNIT_LABELS = {
@@ -74,65 +78,47 @@ def parse_duration(text: str) -> float:
     return sum(int(n) * _SECONDS[u] for n, u in parts)
 
 
-@dataclass(frozen=True)
-class Series:
-    name: str
-    times: list[datetime]
-    values: list[float]
-
-
-def query_range(
-    base_url: str, expr: str, start: float, end: float, step: float, timeout: float = 10.0
-) -> list[dict[str, Any]]:
-    params = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
-    url = f"{base_url.rstrip('/')}/api/v1/query_range?{params}"
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        body = json.load(response)
-    if body.get("status") != "success":
-        raise RuntimeError(f"query failed: {expr}: {body}")
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
-
-
-def fetch_panel(
-    base_url: str,
-    queries: Sequence[PanelQuery],
-    start: float,
-    end: float,
-    step: float,
-    values: Mapping[str, str],
-) -> list[Series]:
-    series: list[Series] = []
-    range_values = {"__range": f"{int(end - start)}s", **values}
-    for query in queries:
-        expr = substitute(query.expr, range_values)
-        for item in query_range(base_url, expr, start, end, step):
-            labels: dict[str, str] = item["metric"]
-            name = legend_text(query.legend, labels) or json.dumps(labels, sort_keys=True)
-            points = [(float(t), float(v)) for t, v in item["values"]]
-            series.append(
-                Series(
-                    name=name,
-                    times=[datetime.fromtimestamp(t, tz=timezone.utc) for t, _ in points],
-                    values=[v for _, v in points],
-                )
-            )
-    return series
-
-
 def override_colors(panel: Mapping[str, Any]) -> list[tuple[re.Pattern[str], str]]:
     """(name regexp, matplotlib colour) from the panel's fixed-colour overrides."""
     found = []
     for override in panel.get("fieldConfig", {}).get("overrides", []):
         matcher = override.get("matcher", {})
-        if matcher.get("id") != "byRegexp":
+        if matcher.get("id") == "byRegexp":
+            pattern = str(matcher["options"])
+        elif matcher.get("id") == "byName":
+            pattern = "^" + re.escape(str(matcher["options"])) + "$"
+        else:
             continue
         for prop in override.get("properties", []):
             value = prop.get("value")
             if prop.get("id") == "color" and isinstance(value, dict):
                 color = str(value.get("fixedColor", ""))
-                found.append((re.compile(str(matcher["options"])), COLORS.get(color, color)))
+                found.append((re.compile(pattern), COLORS.get(color, color)))
     return found
+
+
+def display_names(panel: Mapping[str, Any]) -> dict[str, str]:
+    """Series name -> the display name a byName override gives it (the legend Grafana shows)."""
+    names = {}
+    for override in panel.get("fieldConfig", {}).get("overrides", []):
+        matcher = override.get("matcher", {})
+        for prop in override.get("properties", []):
+            if matcher.get("id") == "byName" and prop.get("id") == "displayName":
+                names[str(matcher["options"])] = str(prop["value"])
+    return names
+
+
+def threshold_lines(panel: Mapping[str, Any]) -> list[tuple[float, str]]:
+    """(value, colour) of the thresholds a panel draws as lines (the alert thresholds)."""
+    defaults = panel.get("fieldConfig", {}).get("defaults", {})
+    if defaults.get("custom", {}).get("thresholdsStyle", {}).get("mode", "off") == "off":
+        return []
+    steps = defaults.get("thresholds", {}).get("steps", [])
+    return [
+        (float(s["value"]), COLORS.get(str(s["color"]), str(s["color"])))
+        for s in steps
+        if s.get("value") is not None
+    ]
 
 
 def render(
@@ -166,14 +152,21 @@ def render(
     start = end - range_seconds
     step = step if step is not None else max(1.0, range_seconds / 300)
 
+    alert_spans = fetch_alerts(base_url, dashboard, start, end, step)
     columns = 2
     rows = (len(panel_ids) + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows + 0.6), squeeze=False)
+    active = "; ".join(alert_spans.active_at_end) or "none"
     fig.suptitle(
         f"{dashboard.get('title', 'pairwatch')}: main panels of dashboards/pairwatch.json\n"
         f"{datetime.fromtimestamp(start, tz=timezone.utc):%Y-%m-%d %H:%M:%S} to "
-        f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {source or base_url}",
-        fontsize=14,
+        f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {source or base_url}\n"
+        + textwrap.fill(
+            f"alerts active at the end: {active}. Top strip: red = an alert firing, yellow = "
+            "pending; dashed lines: alert thresholds.",
+            width=150,
+        ),
+        fontsize=12,
     )
     for index, panel_id in enumerate(panel_ids):
         ax = axes[index // columns][index % columns]
@@ -183,6 +176,7 @@ def render(
             base_url, [q for q in queries if q.panel_id == panel_id], start, end, step, values or {}
         )
         colors = override_colors(panel)
+        shown = display_names(panel)
         palette = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
         by_rest: dict[str, str] = {}  # quantile series: one colour per rest of the name
         used: dict[str, int] = {}  # fixed colours: vary the line style when shared
@@ -202,16 +196,22 @@ def render(
             ax.plot(
                 item.times,
                 [v * scale for v in item.values],
-                label=item.name,
+                label=shown.get(item.name, item.name),
                 color=color,
                 linestyle=style,
                 linewidth=1.8,
             )
+        for value, color in threshold_lines(panel):
+            ax.axhline(value, color=color, linestyle="--", linewidth=1.2, alpha=0.8)
+        for state, color in ALERT_SHADES.items():
+            for span_start, span_end in alert_spans.spans.get(state, []):
+                ax.axvspan(span_start, span_end, ymin=0.96, ymax=1.0, color=color, linewidth=0)
         ax.set_title(str(panel.get("title", "")), fontsize=12, fontweight="bold")
         ax.grid(True, alpha=0.3)
         # Headroom above the highest line keeps the legend (upper left) off the data.
         top = max((v for item in series for v in item.values if v == v), default=0.0)
         top *= 1000.0 if unit == "s" else 1.0
+        top = max([top, *(value for value, _ in threshold_lines(panel))])
         ax.set_ylim(0, top * (1.5 if len(series) > 4 else 1.3) if top > 0 else 1)
         locator = mdates.AutoDateLocator(minticks=4, maxticks=10)  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
@@ -219,7 +219,7 @@ def render(
         ax.set_xlabel("time (UTC)", fontsize=9)
         if unit == "percentunit":
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-            ax.set_ylabel("share of batches")
+            ax.set_ylabel("share")
         else:
             ax.set_ylabel(UNIT_LABELS.get(unit, ""))
         if series:
@@ -230,7 +230,7 @@ def render(
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     for index in range(len(panel_ids), rows * columns):
         axes[index // columns][index % columns].set_visible(False)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output, dpi=90)
     plt.close(fig)
@@ -244,9 +244,12 @@ def render_from_demo(
     prometheus_bin: str,
     dashboard_path: Path = DASHBOARD,
     step: float | None = None,
+    warmup: float = 300.0,
 ) -> Path:
     """Run `pairwatch demo` (default faults) scraped by a real Prometheus with the
-    repository's rule files for `duration` seconds, then render that run.
+    repository's rule files for `warmup` + `duration` seconds, then render the last
+    `duration`: the 5-minute rates and alert windows are full by then, so the picture
+    starts level instead of with a ramp.
 
     Everything runs on 127.0.0.1 in a temporary directory and is stopped afterwards, so
     the picture comes from the exporter's real output, not from invented series.
@@ -265,7 +268,8 @@ def render_from_demo(
             try:
                 started = time.time()
                 print(f"demo at {demo.target}, prometheus at {server.base_url}", file=sys.stderr)
-                wait_for(lambda: time.time() - started, lambda t: t >= duration, duration + 5)
+                total = warmup + duration
+                wait_for(lambda: time.time() - started, lambda t: t >= total, total + 5)
                 return render(
                     server.base_url,
                     output,
@@ -287,7 +291,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     source.add_argument(
         "--from-demo",
         metavar="DURATION",
-        help="run pairwatch demo and a Prometheus this long (e.g. 6m), then render that run",
+        help="run pairwatch demo and a Prometheus for --warmup plus this long (e.g. 6m), "
+        "then render the part after the warm-up",
+    )
+    parser.add_argument(
+        "--warmup",
+        default="5m",
+        help="--from-demo: time to let the 5m windows fill before the rendered range",
     )
     parser.add_argument(
         "--prometheus-bin",
@@ -320,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 prometheus_bin=args.prometheus_bin,
                 dashboard_path=args.dashboard,
                 step=parse_duration(args.step) if args.step else None,
+                warmup=parse_duration(args.warmup),
             )
         )
         return 0

@@ -1,4 +1,5 @@
-"""The Prometheus rule files: promtool check + unit tests, and their shape.
+"""The Prometheus rule files: promtool check + unit tests, their shape, and the runbook and
+inhibit rules that go with them.
 
 promtool missing: skipped with an install hint, failed under CI=true (see conftest.py).
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +19,23 @@ RULES_DIR = REPO_ROOT / "dashboards" / "rules"
 RULE_FILES = [RULES_DIR / "pairwatch-recording.yaml", RULES_DIR / "pairwatch-alerts.yaml"]
 RULE_TESTS = sorted((RULES_DIR / "tests").glob("*.yaml"))
 RUNBOOK = REPO_ROOT / "dashboards" / "runbook.md"
-RUNBOOK_BASE = "https://github.com/OWNER/pairwatch/blob/main/dashboards/runbook.md#"
+INHIBIT = REPO_ROOT / "dashboards" / "alertmanager" / "pairwatch-inhibit.yaml"
+README = REPO_ROOT / "dashboards" / "README.md"
+RUNBOOK_BASE = "dashboards/runbook.md#"
+TARGET_LABELS = ["job", "pairwatch_transport", "server_address", "pairwatch_side"]
 
+# Alert -> severity: critical where callers get another caller's result or none at a
+# meaningful share; warning for the server faults and malformed requests; info for the
+# symptom every other alert explains.
 EXPECTED_ALERTS = {
-    "PairwatchDuplicateIdsSuspected",
-    "PairwatchNullIdResponses",
-    "PairwatchMissingResponseRatioHigh",
-    "PairwatchUnknownIdResponses",
-    "PairwatchResponseCountMismatch",
+    "PairwatchClientDuplicateIds": "critical",
+    "PairwatchMissingResponses": "critical",
+    "PairwatchMalformedRequestElements": "warning",
+    "PairwatchIdTypeMismatch": "warning",
+    "PairwatchServerNullIds": "warning",
+    "PairwatchLateResponses": "warning",
+    "PairwatchServerIdEchoFault": "warning",
+    "PairwatchResponseCountMismatch": "info",
 }
 
 
@@ -76,26 +87,42 @@ def _runbook_anchors() -> set[str]:
 
 
 def test_alerts_are_the_documented_set(yaml_module: Any) -> None:
-    assert {rule["alert"] for rule in _alerts(yaml_module)} == EXPECTED_ALERTS
+    assert {r["alert"]: r["labels"]["severity"] for r in _alerts(yaml_module)} == EXPECTED_ALERTS
+
+
+def _minutes(duration: str) -> int:
+    match = re.fullmatch(r"(\d+)([mh])", duration)
+    assert match, duration
+    return int(match.group(1)) * (60 if match.group(2) == "h" else 1)
 
 
 def test_alert_shape(yaml_module: Any) -> None:
     anchors = _runbook_anchors()
     for rule in _alerts(yaml_module):
         name = rule["alert"]
-        assert re.fullmatch(r"\d+[smh]", str(rule.get("for", ""))), f"{name}: no for:"
-        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, name
+        expr = rule["expr"]
         annotations = rule["annotations"]
         assert annotations["summary"].strip(), name
         assert "$value" in annotations["description"], f"{name}: description lacks the value"
         assert "|" in annotations["description"], f"{name}: $value is not formatted"
+        # The evidence: the description queries the totals the value is a part of.
+        assert "| query }}" in annotations["description"], name
         url = annotations["runbook_url"]
         assert url.startswith(RUNBOOK_BASE), f"{name}: {url}"
         anchor = url[len(RUNBOOK_BASE) :]
         assert anchor in anchors, f"{name}: runbook.md has no heading for #{anchor}"
-        # Everything is aggregated per job/transport/server: no otel_scope_* or instance
-        # label can split (or multiply) an alert.
-        assert "sum by (job, pairwatch_transport, server_address)" in rule["expr"], name
+        # Summed per target and side only: instance / otel_scope_* never split an alert, and
+        # client-side and server-side counts are never added up.
+        by = "sum by (" + ", ".join(TARGET_LABELS) + ")"
+        assert expr.count("sum by (") == expr.count(by), name
+        assert f"and on ({', '.join(TARGET_LABELS)})" in expr, name
+        # Live traffic only, and a window never longer than `for:`, so a burst cannot page.
+        assert expr.count("increase(") == expr.count('pairwatch_integration!="audit"'), name
+        windows = {_minutes(w) for w in re.findall(r"\[(\d+[mh])\]", expr)}
+        assert windows, name
+        assert max(windows) <= _minutes(str(rule["for"])), name
+        # A share AND a minimum count: two comparisons joined by `and`.
+        assert len(re.findall(r">=\s*[\d.]+", expr)) == 2, name
 
 
 def test_every_alert_is_unit_tested_firing_and_quiet(yaml_module: Any) -> None:
@@ -114,5 +141,128 @@ def test_every_alert_is_unit_tested_firing_and_quiet(yaml_module: Any) -> None:
                         "description",
                         "runbook_url",
                     }, case["alertname"]
-    assert firing >= EXPECTED_ALERTS, f"never tested firing: {EXPECTED_ALERTS - firing}"
-    assert quiet >= EXPECTED_ALERTS, f"never tested quiet: {EXPECTED_ALERTS - quiet}"
+    names = set(EXPECTED_ALERTS)
+    assert firing >= names, f"never tested firing: {names - firing}"
+    assert quiet >= names, f"never tested quiet: {names - quiet}"
+
+
+def test_threshold_tests_cover_every_alert(yaml_module: Any) -> None:
+    """The generated threshold tests hold a minus-one and a plus-one case per alert."""
+    doc = yaml_module.safe_load(
+        (RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml").read_text()
+    )
+    covered: dict[str, set[str]] = {}
+    for test in doc["tests"]:
+        for case in test["promql_expr_test"]:
+            name = re.search(r'alertname="(\w+)"', case["expr"]).group(1)  # type: ignore[union-attr]
+            for sample in case.get("exp_samples") or []:
+                covered.setdefault(name, set()).add(
+                    re.search(r'server_address="([\w-]+)"', sample["labels"]).group(1)  # type: ignore[union-attr]
+                )
+        servers = " ".join(s["series"] for s in test["input_series"])
+        for case_name in ("count-minus-one", "count-plus-one", "share-minus-one", "share-plus-one"):
+            assert f'server_address="{case_name}"' in servers
+    assert set(covered) == set(EXPECTED_ALERTS)
+    assert all(cases == {"count-plus-one", "share-plus-one"} for cases in covered.values())
+
+
+def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Path) -> None:
+    """Rules whose minimum counts are one higher than the tests expect must fail the
+    threshold tests (the plus-one case stops firing), so passing them means something."""
+    import alerts
+
+    moved = [replace(a, min_batches=a.min_batches + 2) for a in alerts.DIAGNOSIS_ALERTS]
+    rules = [
+        *(alerts.diagnosis_rule(a) for a in moved),
+        alerts.missing_rule(),
+        alerts.mismatch_rule(),
+    ]
+    (tmp_path / "pairwatch-alerts.yaml").write_text(alerts.render(rules=rules), encoding="utf-8")
+    tests_dir = tmp_path / "tests"
+    tests_dir.mkdir()
+    source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
+    (tests_dir / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    result = run([promtool, "test", "rules", str(tests_dir / source.name)])
+    assert result.returncode != 0
+    for a in moved:
+        assert f'alertname="{a.name}"' in result.stdout + result.stderr, a.name
+
+
+def test_runbook_states_every_threshold(yaml_module: Any) -> None:
+    """Each alert's runbook section states its severity, window, minimum count, share and
+    `for:` with the numbers the rules use."""
+    import alerts
+
+    text = RUNBOOK.read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## (Pairwatch\w+)\n(.*?)(?=^## |\Z)", text, re.M | re.S))
+    expected = {
+        a.name: (a.severity, a.min_batches, alerts.percent(a.min_share), a.for_)
+        for a in alerts.DIAGNOSIS_ALERTS
+    }
+    expected["PairwatchMissingResponses"] = (
+        "critical",
+        alerts.MISSING_MIN_COUNT,
+        alerts.percent(alerts.MISSING_MIN_SHARE),
+        alerts.FOR_BY_SEVERITY["critical"],
+    )
+    expected["PairwatchResponseCountMismatch"] = (
+        "info",
+        alerts.MISMATCH_MIN_COUNT,
+        alerts.percent(alerts.MISMATCH_MIN_SHARE),
+        alerts.FOR_BY_SEVERITY["info"],
+    )
+    assert set(sections) == set(EXPECTED_ALERTS)
+    for name, (severity, count, share, for_) in expected.items():
+        head = sections[name].strip().split("\n\n")[0]
+        assert f"**Severity:** {severity}" in head, name
+        assert f"at least {count} " in head, f"{name}: minimum {count} not stated"
+        assert f"{share} " in head, f"{name}: share {share} not stated"
+        assert f"`for: {for_}`" in head, f"{name}: for {for_} not stated"
+        assert f"in {alerts.WINDOW}" in head, name
+        # The summary tables of the runbook and of dashboards/README.md say the same.
+        (row,) = re.findall(rf"^\| {name} \|.*$", text, re.M)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == severity, row
+        assert cells[3].startswith(f"{count} "), row
+        assert cells[4].startswith(f"{share} "), row
+        assert cells[5] == for_, row
+        (row,) = re.findall(rf"^\| {name} \|.*$", README.read_text(encoding="utf-8"), re.M)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == severity, row
+        assert f">= {count} " in cells[2], row
+        assert f">= {share} " in cells[2], row
+        assert cells[3] == for_, row
+
+
+def test_runbook_names_only_labels_the_rules_keep() -> None:
+    """Every label the runbook tells operators to check is on the alerts or on a series the
+    dashboard shows it by (a `sum by` of a recording rule or of a panel query)."""
+    recording = (RULES_DIR / "pairwatch-recording.yaml").read_text(encoding="utf-8")
+    dashboard = (REPO_ROOT / "dashboards" / "pairwatch.json").read_text(encoding="utf-8")
+    groups = re.findall(r"sum by \(([^)]*)\)", recording + dashboard)
+    kept = {label.strip() for group in groups for label in group.split(",")}
+    kept |= set(TARGET_LABELS) | {"severity", "alertname"}
+    named = set(
+        re.findall(
+            r"`((?:pairwatch|rpc|server|job|instance)\w*)`", RUNBOOK.read_text(encoding="utf-8")
+        )
+    )
+    import alerts
+
+    diagnoses = {a.diagnosis for a in alerts.DIAGNOSIS_ALERTS}  # values, not labels
+    named = {n for n in named - diagnoses if not n.endswith(("_total", "_bucket", "_seconds"))}
+    assert {"pairwatch_close_reason", "pairwatch_diagnosis", "instance"} <= named
+    assert not named - kept, f"the runbook names labels no rule keeps: {named - kept}"
+
+
+def test_inhibit_rules(yaml_module: Any) -> None:
+    doc = yaml_module.safe_load(INHIBIT.read_text(encoding="utf-8"))
+    (rule,) = doc["inhibit_rules"]
+    assert rule["equal"] == TARGET_LABELS
+    assert rule["target_matchers"] == ['alertname="PairwatchResponseCountMismatch"']
+    (source,) = rule["source_matchers"]
+    match = re.fullmatch(r'alertname=~"(.*)"', source)
+    assert match
+    assert set(match.group(1).split("|")) == set(EXPECTED_ALERTS) - {
+        "PairwatchResponseCountMismatch"
+    }

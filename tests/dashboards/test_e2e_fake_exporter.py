@@ -6,8 +6,8 @@ fake scrape target, prometheus_client serving invented series that follow docs/m
 (same names and labels, plus an otel_scope_* label to aggregate away), because some panel
 queries read counters that only move when something is wrong with pairwatch itself
 (`pairwatch_internal_errors_total`), which no honest demo run produces, and because it
-pins each co-occurrence pattern to its own transport. A real Prometheus scrapes it with the
-repository's rule files loaded.
+pins each diagnosis to its own transport, so each alert can be checked against the others.
+A real Prometheus scrapes it with the repository's rule files loaded.
 
 prometheus missing: skipped with an install hint, failed under CI=true (see conftest.py).
 Everything listens on 127.0.0.1 only; the module takes about 10 s.
@@ -34,9 +34,9 @@ COMMON += ["jsonrpc_batch", "otel_scope_name"]
 
 # transport -> (server_address, fault). "" as server_address means the label is absent.
 CHANNELS = {
-    "http": ("rpc.example", "duplicate_ids"),  # unknown + missing
+    "http": ("rpc.example", "client_duplicate_ids"),  # duplicates sent, unknown + missing
     "stdio": ("", "malformed_request_element"),  # null alone
-    "websocket": ("node.example", "responses_missing"),  # missing alone
+    "websocket": ("node.example", "responses_missing"),  # missing alone, some late replies
     "sse": ("mcp.example", "server_id_echo_fault"),  # unknown alone
 }
 METHODS = ["eth_call", "eth_getBalance", "tools/call"]
@@ -55,7 +55,14 @@ class FakePairwatchExporter:
             return Counter(name, name, [*COMMON, *extra], registry=r)
 
         self.size = Histogram(
-            "batch_size", "elements", COMMON, buckets=(1, 2, 5, 10, 20, 50, 100), registry=r
+            "batch_size", "elements", COMMON, buckets=(1, 2, 4, 8, 16, 32, 64), registry=r
+        )
+        self.lateness = Histogram(
+            "batch_response_lateness_seconds",
+            "lateness",
+            COMMON,
+            buckets=(0.1, 0.5, 1.0, 5.0, 10.0),
+            registry=r,
         )
         self.latency = Histogram(
             "batch_pair_latency_seconds",
@@ -69,6 +76,7 @@ class FakePairwatchExporter:
         self.unknown = counter("batch_unknown_id_response", [])
         self.missing = counter("batch_missing_response", ["rpc_method", "pairwatch_close_reason"])
         self.null = counter("batch_null_id_response", [])
+        self.late = counter("batch_late_response", [])
         self.mismatch = counter("batch_response_count_mismatch", [])
         self.duplicate = counter("batch_duplicate_id", ["pairwatch_duplicate_scope"])
         self.invalid = counter("batch_invalid_response", ["pairwatch_reason"])
@@ -121,9 +129,9 @@ class FakePairwatchExporter:
                 **common, pairwatch_diagnosis="ok", pairwatch_close_reason="complete"
             ).inc()
             self.closed.labels(
-                **common, pairwatch_diagnosis=_diagnosis(fault), pairwatch_close_reason="timeout"
+                **common, pairwatch_diagnosis=fault, pairwatch_close_reason="timeout"
             ).inc()
-            if fault == "duplicate_ids":
+            if fault == "client_duplicate_ids":
                 self.unknown.labels(**common).inc()
                 self.missing.labels(
                     **common, rpc_method="eth_call", pairwatch_close_reason="timeout"
@@ -139,14 +147,13 @@ class FakePairwatchExporter:
                     **common, rpc_method="tools/call", pairwatch_close_reason="stream_dropped"
                 ).inc(3)
                 self.mismatch.labels(**common).inc()
+                self.late.labels(**common).inc()
+                self.unknown.labels(**common).inc()
+                self.lateness.labels(**common).observe(rnd.uniform(0.2, 3.0))
             elif fault == "server_id_echo_fault":
                 self.unknown.labels(**common).inc(0.5)
                 self.out_of_order.labels(**common).inc()
                 self.violation.labels(**common, pairwatch_reason="reply_to_notifications").inc()
-
-
-def _diagnosis(fault: str) -> str:
-    return "client_duplicate_ids" if fault == "duplicate_ids" else fault
 
 
 # --- fixtures -----------------------------------------------------------------------------
@@ -189,19 +196,26 @@ def test_helper_reports_queries_without_data(fake_prometheus: PrometheusServer) 
     assert all(item.reason == "no data" for item in empty)
 
 
-def test_each_pattern_raises_its_own_alert(fake_prometheus: PrometheusServer) -> None:
-    """One fault pattern per transport: each raises its alert and not the others'."""
+def test_each_diagnosis_raises_its_own_alert(fake_prometheus: PrometheusServer) -> None:
+    """One diagnosis per transport: each raises its alert and not the others'."""
+    expected = {
+        "http": "PairwatchClientDuplicateIds",
+        "stdio": "PairwatchMalformedRequestElements",
+        "sse": "PairwatchServerIdEchoFault",
+        "websocket": "PairwatchMissingResponses",
+    }
     alerts = wait_for(
         lambda: active_alerts(fake_prometheus.base_url),
-        lambda a: (
-            alert_state(a, "PairwatchDuplicateIdsSuspected", pairwatch_transport="http") is not None
-            and alert_state(a, "PairwatchUnknownIdResponses", pairwatch_transport="sse") is not None
-        ),
+        lambda a: all(alert_state(a, n, pairwatch_transport=t) for t, n in expected.items()),
         DATA_TIMEOUT,
     )
-    active = {"pending", "firing"}
-    dup = "PairwatchDuplicateIdsSuspected"
-    assert alert_state(alerts, dup, pairwatch_transport="http") in active
-    assert alert_state(alerts, dup, pairwatch_transport="sse") is None
-    assert alert_state(alerts, "PairwatchUnknownIdResponses", pairwatch_transport="sse") in active
-    assert alert_state(alerts, "PairwatchNullIdResponses", pairwatch_transport="stdio") in active
+    for transport, name in expected.items():
+        assert alert_state(alerts, name, pairwatch_transport=transport) in {"pending", "firing"}
+        for other_name in expected.values():
+            if other_name != name and other_name != "PairwatchMissingResponses":
+                # A diagnosis alert only where its diagnosis is (missing responses is an
+                # impact alert and may also be raised by the client duplicates on http).
+                assert alert_state(alerts, other_name, pairwatch_transport=transport) is None, (
+                    transport,
+                    other_name,
+                )

@@ -1,0 +1,410 @@
+"""The pairwatch alert rules as data, rendered to dashboards/rules/pairwatch-alerts.yaml.
+
+Why the rules are generated instead of hand-written: every alert links to its runbook section,
+and the base of that link depends on where an operator hosts the runbook. One option of the
+generator (`--runbook-url BASE`) must change the alerts and the dashboard's panel links alike,
+and every threshold has to be stated once so the runbook table, the rule and its unit tests
+cannot drift apart (tests/dashboards/test_dashboard_rules.py compares them).
+
+How the rules decide (the issue behind them: alerts that paged the wrong side on co-occurring
+counters, and paged critical on one event among 10^4 requests):
+
+* Blame comes from pairwatch's per-batch diagnosis (`batch_closed_total{pairwatch_diagnosis}`),
+  which is decided from what pairwatch saw on the wire, not from two counters moving together.
+* Every alert needs a share of traffic *and* a minimum number of events in its window, so one
+  stray event on a busy job and two timeouts on an idle job page nobody.
+* The window (5m) is never longer than `for:`. A burst leaves the window after 5m, so an alert
+  whose `for:` is at least the window only fires on faults that keep happening.
+* Series are summed per job / transport / server / side and nothing else. `pairwatch_side` does
+  not exist yet; grouping by it now keeps client-side and server-side counts apart the day it
+  does (a missing label groups as empty). `pairwatch_integration="audit"` series come from
+  offline captures (`pairwatch audit --prometheus`), not live traffic, and are left out.
+
+Standard library only; the YAML is written by hand so the committed file keeps its comments
+and reads well in review.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# The committed default: the runbook's path in this repository. It is relative on purpose
+# (there is no canonical public host); `generate.py --runbook-url BASE` replaces it.
+DEFAULT_RUNBOOK_URL = "dashboards/runbook.md"
+
+WINDOW = "5m"
+BY_LABELS = ("job", "pairwatch_transport", "server_address", "pairwatch_side")
+BY = ", ".join(BY_LABELS)
+LIVE = 'pairwatch_integration!="audit"'
+
+TARGET_SUMMARY = "({{ $labels.job }}, {{ $labels.pairwatch_transport }})"
+FOR_BY_SEVERITY = {"critical": "5m", "warning": "15m", "info": "30m"}
+
+
+@dataclass(frozen=True)
+class DiagnosisAlert:
+    """An alert on the share of closed batches that got one diagnosis."""
+
+    name: str
+    diagnosis: str
+    severity: str
+    min_batches: int
+    min_share: float
+    summary: str
+    meaning: str
+
+    @property
+    def for_(self) -> str:
+        return FOR_BY_SEVERITY[self.severity]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rendered alerting rule."""
+
+    name: str
+    expr: str
+    for_: str
+    severity: str
+    summary: str
+    description: str
+    runbook_anchor: str
+    comment: str = ""
+    extra_labels: dict[str, str] = field(default_factory=dict)
+
+
+DIAGNOSIS_ALERTS: tuple[DiagnosisAlert, ...] = (
+    DiagnosisAlert(
+        "PairwatchClientDuplicateIds",
+        "client_duplicate_ids",
+        "critical",
+        min_batches=5,
+        min_share=0.001,
+        summary="The client sends JSON-RPC ids that are still pending",
+        meaning=(
+            "the client sent an id that was already pending (or reused the id of a request "
+            "that had just timed out), so one caller can receive another caller's result"
+        ),
+    ),
+    DiagnosisAlert(
+        "PairwatchMalformedRequestElements",
+        "malformed_request_element",
+        "warning",
+        min_batches=5,
+        min_share=0.005,
+        summary="The client sends batch elements that are not valid requests",
+        meaning=(
+            "pairwatch saw an invalid element in the request body and the server answered it "
+            "with id null, so the caller of that element gets no result"
+        ),
+    ),
+    DiagnosisAlert(
+        "PairwatchIdTypeMismatch",
+        "id_type_mismatch",
+        "warning",
+        min_batches=5,
+        min_share=0.005,
+        summary="The server echoes JSON-RPC ids with another type",
+        meaning=(
+            'the server answered a pending id under another JSON type ("0" for 0), so a client '
+            "that looks ids up strictly never pairs the reply"
+        ),
+    ),
+    DiagnosisAlert(
+        "PairwatchServerNullIds",
+        "server_null_id",
+        "warning",
+        min_batches=5,
+        min_share=0.005,
+        summary="The server answers valid requests with id null",
+        meaning=(
+            "every request element was valid, yet the server answered with id null; it failed "
+            "to echo the id, so the caller cannot be given its reply"
+        ),
+    ),
+    DiagnosisAlert(
+        "PairwatchLateResponses",
+        "late_response",
+        "warning",
+        min_batches=5,
+        min_share=0.005,
+        summary="The server answers after the client's timeout",
+        meaning=(
+            "replies came for ids that had already closed as missing by timeout, so the server is "
+            "slower than the client's timeout, and those callers already got a timeout"
+        ),
+    ),
+    DiagnosisAlert(
+        "PairwatchServerIdEchoFault",
+        "server_id_echo_fault",
+        "warning",
+        min_batches=5,
+        min_share=0.005,
+        summary="The server answers with ids nobody sent",
+        meaning=(
+            "replies carried ids that matched nothing pending, with no client duplicate, type "
+            "change or timeout to explain them, so the server (or a proxy) rewrote or invented ids"
+        ),
+    ),
+)
+
+# Missing responses as a share of requests sent (any diagnosis): what callers suffer.
+MISSING_MIN_SHARE = 0.05
+MISSING_MIN_COUNT = 10
+# Count mismatch: informational, folded under the diagnosis alerts by the inhibit rules.
+MISMATCH_MIN_SHARE = 0.01
+MISMATCH_MIN_COUNT = 5
+
+
+def _target_matchers() -> str:
+    """PromQL matchers for one alert's target, filled in by the Go template from its labels
+    (indexed verbs, so one query can name the target twice)."""
+    return ", ".join(f"{label}=%[{i}]q" for i, label in enumerate(BY_LABELS, start=1))
+
+
+def _template_query(expr: str, fmt: str, *, show: str = "") -> str:
+    """A Go-template snippet that runs `expr` (with %q placeholders for the target labels)
+    and prints its first value with `fmt`, or with `show` set, the template text `show`
+    (`.` is then the first sample): the annotations quote the evidence this way."""
+    labels = " ".join(f"$labels.{label}" for label in BY_LABELS)
+    body = show or "{{ value . | " + fmt + " }}"
+    return (
+        "{{ with printf `"
+        + expr
+        + "` "
+        + labels
+        + " | query }}{{ with first . }}"
+        + body
+        + "{{ end }}{{ end }}"
+    )
+
+
+def _increase(metric: str, extra: str = "") -> str:
+    matchers = LIVE + (", " + extra if extra else "")
+    return f"sum by ({BY}) (increase({metric}{{{matchers}}}[{WINDOW}]))"
+
+
+def _increase_at_target(metric: str, extra: str = "") -> str:
+    matchers = _target_matchers() + ", " + LIVE + (", " + extra if extra else "")
+    return f"sum(increase({metric}{{{matchers}}}[{WINDOW}]))"
+
+
+def percent(share: float) -> str:
+    text = f"{share * 100:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _where() -> str:
+    return (
+        "(job {{ $labels.job }}, transport {{ $labels.pairwatch_transport }}, server "
+        '"{{ $labels.server_address }}"{{ with $labels.pairwatch_side }}, counted on the {{ . }} '
+        "side{{ end }})"
+    )
+
+
+def diagnosis_rule(alert: DiagnosisAlert) -> Rule:
+    diag = f'pairwatch_diagnosis="{alert.diagnosis}"'
+    count = _increase("batch_closed_total", diag)
+    total = _increase("batch_closed_total")
+    expr = (
+        f"(\n  {count}\n  >= {alert.min_batches}\n)\n"
+        f"and on ({BY})\n"
+        f"(\n  {count}\n  /\n  {total}\n  >= {alert.min_share:g}\n)"
+    )
+    closed = _template_query(_increase_at_target("batch_closed_total"), 'printf "%.0f"')
+    share = _template_query(
+        _increase_at_target("batch_closed_total", diag)
+        + " / "
+        + _increase_at_target("batch_closed_total"),
+        "humanizePercentage",
+    )
+    description = (
+        f'{{{{ $value | printf "%.0f" }}}} of {closed} batches closed in the last {WINDOW} '
+        f"({share}) were diagnosed {alert.diagnosis} {_where()}: {alert.meaning}. Pages at "
+        f"{alert.min_batches} batches and {percent(alert.min_share)} of batches, held for "
+        f"{alert.for_}."
+    )
+    return Rule(
+        name=alert.name,
+        expr=expr,
+        for_=alert.for_,
+        severity=alert.severity,
+        summary=f"{alert.summary} {TARGET_SUMMARY}",
+        description=description,
+        runbook_anchor=alert.name.lower(),
+        comment=f"Evidence: batch_closed_total{{{diag}}}.",
+    )
+
+
+def missing_rule() -> Rule:
+    missing = _increase("batch_missing_response_total")
+    requests = _increase("batch_requests_total")
+    expr = (
+        f"(\n  {missing}\n  >= {MISSING_MIN_COUNT}\n)\n"
+        f"and on ({BY})\n"
+        f"(\n  {missing}\n  /\n  {requests}\n  >= {MISSING_MIN_SHARE:g}\n)"
+    )
+    sent = _template_query(_increase_at_target("batch_requests_total"), 'printf "%.0f"')
+    share = _template_query(
+        _increase_at_target("batch_missing_response_total")
+        + " / "
+        + _increase_at_target("batch_requests_total"),
+        "humanizePercentage",
+    )
+    by_reason = (
+        "topk(1, sum by (pairwatch_close_reason) (increase(batch_missing_response_total{"
+        + _target_matchers()
+        + ", "
+        + LIVE
+        + f"}}[{WINDOW}])))"
+    )
+    reason = _template_query(
+        by_reason,
+        "",
+        show='; largest close reason: {{ label "pairwatch_close_reason" . }} '
+        '({{ value . | printf "%.0f" }})',
+    )
+    description = (
+        f'{{{{ $value | printf "%.0f" }}}} of {sent} requests sent in the last {WINDOW} '
+        f"({share}) got no response before their batch closed {_where()}{reason}. Those "
+        f"callers got nothing back. Pages at {MISSING_MIN_COUNT} missing and "
+        f"{percent(MISSING_MIN_SHARE)} of requests, held for {FOR_BY_SEVERITY['critical']}; "
+        "the close-reason and diagnosis panels say more."
+    )
+    return Rule(
+        name="PairwatchMissingResponses",
+        expr=expr,
+        for_=FOR_BY_SEVERITY["critical"],
+        severity="critical",
+        summary="JSON-RPC requests get no response " + TARGET_SUMMARY,
+        description=description,
+        runbook_anchor="pairwatchmissingresponses",
+        comment="Impact, whatever the cause: requests still pending when their batch closed.",
+    )
+
+
+def mismatch_rule() -> Rule:
+    mismatch = _increase("batch_response_count_mismatch_total")
+    closed = _increase("batch_closed_total")
+    expr = (
+        f"(\n  {mismatch}\n  >= {MISMATCH_MIN_COUNT}\n)\n"
+        f"and on ({BY})\n"
+        f"(\n  {mismatch}\n  /\n  {closed}\n  >= {MISMATCH_MIN_SHARE:g}\n)"
+    )
+    total = _template_query(_increase_at_target("batch_closed_total"), 'printf "%.0f"')
+    description = (
+        f'{{{{ $value | printf "%.0f" }}}} of {total} batches closed in the last {WINDOW} got '
+        f"a number of non-null-id responses different from the requests they sent {_where()}. "
+        "pairwatch still pairs by id; a client that pairs by position hands out wrong results "
+        f"here. Info only (at {MISMATCH_MIN_COUNT} batches and {percent(MISMATCH_MIN_SHARE)}, "
+        f"held for {FOR_BY_SEVERITY['info']}); silenced while a diagnosis alert names the cause."
+    )
+    return Rule(
+        name="PairwatchResponseCountMismatch",
+        expr=expr,
+        for_=FOR_BY_SEVERITY["info"],
+        severity="info",
+        summary="JSON-RPC batches answered with the wrong number of responses " + TARGET_SUMMARY,
+        description=description,
+        runbook_anchor="pairwatchresponsecountmismatch",
+        comment="Folded in: the inhibit rules silence it while another pairwatch alert fires.",
+    )
+
+
+def all_rules() -> list[Rule]:
+    return [*(diagnosis_rule(a) for a in DIAGNOSIS_ALERTS), missing_rule(), mismatch_rule()]
+
+
+def runbook_link(base: str, anchor: str) -> str:
+    return f"{base}#{anchor}"
+
+
+HEADER = """\
+# pairwatch alert rules. GENERATED by dashboards/generate.py from dashboards/alerts.py:
+# edit those and regenerate (`python dashboards/generate.py [--runbook-url BASE]`).
+#
+# Blame comes from pairwatch's per-batch diagnosis (batch_closed_total{{pairwatch_diagnosis}}),
+# every alert needs a share of traffic AND a minimum count of events in a 5m window, and
+# `for:` is never shorter than that window, so a single burst never pages. Series are summed
+# by job, pairwatch_transport, server_address and pairwatch_side (client and server counts
+# are never added together); audit captures (pairwatch_integration="audit") are left out.
+# Thresholds and their reasons: dashboards/runbook.md. Alertmanager inhibit rules:
+# dashboards/alertmanager/pairwatch-inhibit.yaml.
+#
+# runbook_url base: {base}
+"""
+
+
+def _quoted(text: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _block(text: str, indent: str) -> str:
+    return "\n".join(indent + line if line else "" for line in text.splitlines())
+
+
+def render_rule(rule: Rule, runbook_base: str) -> str:
+    lines = [f"      - alert: {rule.name}"]
+    if rule.comment:
+        lines.append(f"        # {rule.comment}")
+    lines.append("        expr: |-")
+    lines.append(_block(rule.expr, "          "))
+    lines.append(f"        for: {rule.for_}")
+    lines.append("        labels:")
+    lines.append(f"          severity: {rule.severity}")
+    for key, value in rule.extra_labels.items():
+        lines.append(f"          {key}: {_quoted(value)}")
+    lines.append("        annotations:")
+    lines.append(f"          summary: {_quoted(rule.summary)}")
+    lines.append(f"          description: {_quoted(rule.description)}")
+    url = runbook_link(runbook_base, rule.runbook_anchor)
+    lines.append(f"          runbook_url: {_quoted(url)}")
+    return "\n".join(lines)
+
+
+def render(runbook_base: str = DEFAULT_RUNBOOK_URL, rules: Sequence[Rule] | None = None) -> str:
+    """The exact text of dashboards/rules/pairwatch-alerts.yaml for `runbook_base`."""
+    body = "\n\n".join(render_rule(rule, runbook_base) for rule in (rules or all_rules()))
+    return (
+        HEADER.format(base=runbook_base)
+        + "groups:\n  - name: pairwatch-alerts\n    rules:\n"
+        + body
+        + "\n"
+    )
+
+
+# --- Alertmanager inhibit rules -------------------------------------------------------------
+
+# A count mismatch is a symptom every other alert explains (missing, unknown or null-id
+# replies change the count), so it is folded under whichever of them names the cause.
+INHIBIT_HEADER = """\
+# Alertmanager inhibit rules for the pairwatch alerts. GENERATED by dashboards/generate.py
+# from dashboards/alerts.py. Merge the list into the `inhibit_rules:` of your alertmanager.yml
+# (Alertmanager >= 0.22 for source_matchers / target_matchers).
+#
+# PairwatchResponseCountMismatch (info) is a symptom: missing, unknown-id and null-id replies
+# all change a batch's response count. While an alert that names the cause fires for the same
+# job / transport / server / side, the mismatch notification is held back. `equal` treats a
+# label missing on both alerts as equal, so targets without server_address or pairwatch_side
+# still match. No other alert inhibits another: a client fault and a server fault on one
+# target are two problems with two owners, and both must reach someone.
+"""
+
+
+def render_inhibit() -> str:
+    causes = "|".join(
+        rule.name for rule in all_rules() if rule.name != "PairwatchResponseCountMismatch"
+    )
+    equal = ", ".join(BY_LABELS)
+    return (
+        INHIBIT_HEADER
+        + "inhibit_rules:\n"
+        + "  - source_matchers:\n"
+        + f"      - 'alertname=~\"{causes}\"'\n"
+        + "    target_matchers:\n"
+        + "      - 'alertname=\"PairwatchResponseCountMismatch\"'\n"
+        + f"    equal: [{equal}]\n"
+    )

@@ -1,0 +1,137 @@
+"""Shared builders for the pairwatch dashboard's panels (grafana-foundation-sdk).
+
+One place for how every panel looks (legend, tooltip, line style), how it names its data
+source, and how it links to its runbook section, so the panel modules only say what each
+panel shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.builders import timeseries as ts_b
+from grafana_foundation_sdk.models import common as common_m
+from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import prometheus as prom_m
+
+DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+# Colours kept fixed so the counters read the same on every panel.
+COLOR_UNKNOWN = "orange"
+COLOR_MISSING = "red"
+COLOR_NULL = "purple"
+COLOR_LATE = "yellow"
+
+TARGET_LEGEND = "{{job}} / {{pairwatch_transport}} / {{server_address}} {{pairwatch_side}}"
+
+# Who is at fault per diagnosis (DESIGN.md, "blame from evidence"): shown in the legend.
+AT_FAULT = {
+    "client_duplicate_ids": "client",
+    "malformed_request_element": "client",
+    "id_type_mismatch": "server",
+    "server_null_id": "server",
+    "late_response": "timeout vs server latency",
+    "server_id_echo_fault": "server",
+    "responses_missing": "server or network",
+}
+DIAGNOSIS_COLORS = {
+    "client_duplicate_ids": "dark-red",
+    "malformed_request_element": "purple",
+    "id_type_mismatch": "blue",
+    "server_null_id": "light-purple",
+    "late_response": COLOR_LATE,
+    "server_id_echo_fault": COLOR_UNKNOWN,
+    "responses_missing": COLOR_MISSING,
+}
+
+
+def query(
+    expr: str,
+    legend: str,
+    ref_id: str,
+    *,
+    fmt: prom_m.PromQueryFormat | None = None,
+    instant: bool = False,
+) -> prom_b.Dataquery:
+    q = prom_b.Dataquery().expr(expr).legend_format(legend).ref_id(ref_id).datasource(DATASOURCE)
+    if fmt is not None:
+        q = q.format(fmt)
+    return q.instant() if instant else q.range()
+
+
+def fixed_color(color: str) -> list[dash_m.DynamicConfigValue]:
+    return [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
+
+
+def runbook_link(runbook: str, anchor: str) -> dash_b.DashboardLink:
+    return dash_b.DashboardLink("Runbook").url(f"{runbook}#{anchor}").target_blank(True)
+
+
+def legend_table() -> common_b.VizLegendOptions:
+    return (
+        common_b.VizLegendOptions()
+        .display_mode(common_m.LegendDisplayMode.TABLE)
+        .placement(common_m.LegendPlacement.BOTTOM)
+        .show_legend(True)
+        .calcs(["mean", "max", "lastNotNull"])
+    )
+
+
+def threshold_lines(*steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
+    return (
+        dash_b.ThresholdsConfig()
+        .mode(dash_m.ThresholdsMode.ABSOLUTE)
+        .steps(
+            [dash_m.Threshold(value=None, color="transparent")]
+            + [dash_m.Threshold(value=value, color=color) for value, color in steps]
+        )
+    )
+
+
+def timeseries(
+    panel_id: int,
+    title: str,
+    description: str,
+    targets: Sequence[prom_b.Dataquery],
+    *,
+    unit: str,
+    width: int,
+    runbook: str,
+    anchor: str,
+    height: int = 9,
+    bars: bool = False,
+    stacked: bool = False,
+) -> ts_b.Panel:
+    panel = (
+        ts_b.Panel()
+        .id(panel_id)
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .targets(list(targets))
+        .unit(unit)
+        .min(0)
+        .span(width)
+        .height(height)
+        .legend(legend_table())
+        .tooltip(common_b.VizTooltipOptions().mode(common_m.TooltipDisplayMode.MULTI))
+        .line_width(2)
+        .fill_opacity(10)
+        .show_points(common_m.VisibilityMode.NEVER)
+        .links([runbook_link(runbook, anchor)])
+    )
+    if bars:
+        panel = panel.draw_style(common_m.GraphDrawStyle.BARS).fill_opacity(60)
+    if stacked:
+        panel = panel.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+    return panel
+
+
+def dashed(panel: ts_b.Panel, *steps: tuple[float, str]) -> ts_b.Panel:
+    """Draw `steps` (value, colour) as dashed lines: where an alert starts to count."""
+    return panel.thresholds(threshold_lines(*steps)).thresholds_style(
+        common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED)
+    )
