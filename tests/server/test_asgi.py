@@ -176,3 +176,20 @@ def test_other_traffic_passes_through_uncounted(url, otel):
     assert r.json()["result"] == [1]
     closed(otel, 1)  # only the last one
     assert otel.counters() == {"batch.closed": 1, "batch.requests": 1}
+
+
+def test_a_gzipped_reply_is_read_on_a_private_decoder(otel):
+    """The app compresses its own replies (Starlette's GZipMiddleware inside the wrap): the
+    books decode a copy; the caller gets the compressed bytes the app sent."""
+    from starlette.middleware.gzip import GZipMiddleware
+
+    app = pairwatch.PairwatchMiddleware(
+        GZipMiddleware(starlette_app(), minimum_size=0), meter_provider=otel.meter_provider
+    )
+    body = [call(i) for i in range(50)]
+    with uvicorn_server(app) as base:
+        r = httpx.post(base + "/", json=body, headers={"accept-encoding": "gzip"}, timeout=5)
+    assert r.headers["content-encoding"] == "gzip"
+    assert r.content == answer_body(json.dumps(body).encode())  # httpx decoded it
+    closed(otel, 1)
+    assert otel.counters() == {"batch.closed": 1, "batch.requests": 50}
