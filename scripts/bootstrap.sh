@@ -6,7 +6,8 @@
 #                                    src/.  Seconds on a fresh machine.
 #   bash scripts/bootstrap.sh dev    (the default) pairwatch installed editable with every extra,
 #                                    plus the npm packages the tests start (anvil, MCP servers)
-#                                    in tests/servers/node_modules
+#                                    in tests/servers/node_modules, and mitmproxy in its own
+#                                    .venv-mitmproxy (its pins clash with the dev venv's)
 # Sourced by scripts/demo.sh (demo) and scripts/test.sh (dev); PAIRWATCH_EXTRAS overrides.
 # Each set keeps its own stamp in .venv, so running the demo never makes the next test run
 # reinstall, and work is redone only when pyproject.toml (or, for dev, the npm manifests)
@@ -77,8 +78,26 @@ install_dev() {
   fi
 }
 
+# mitmproxy pins its own versions of libraries the dev venv also holds (h11, cryptography,
+# ...), so the audit tests' capture proxy lives in a venv of its own; its stamp is the pin.
+MITMPROXY_PIN="mitmproxy==11.0.2"
+# A failed install leaves no stamp and does not stop the rest: only the tests that record
+# through mitmproxy need it, and they skip naming this step (or fail, under CI=true).
+install_mitmproxy() {
+  [ "$(cat .venv-mitmproxy/.pairwatch-stamp 2>/dev/null || true)" = "$MITMPROXY_PIN" ] && return
+  echo "bootstrap: installing $MITMPROXY_PIN into .venv-mitmproxy" >&2
+  if { [ -x .venv-mitmproxy/bin/python ] || "$python" -m venv .venv-mitmproxy; } &&
+    .venv-mitmproxy/bin/python -m pip install "${quiet[@]}" "$MITMPROXY_PIN" \
+      2> >(no_location_warnings); then
+    echo "$MITMPROXY_PIN" > .venv-mitmproxy/.pairwatch-stamp
+  else
+    echo "bootstrap: could not install $MITMPROXY_PIN; its capture tests will not run" >&2
+  fi
+}
+
 if [ ! -x .venv/bin/python ] || ! { current "$extras" || { [ "$extras" = demo ] && current dev; }; }; then
   echo "bootstrap: installing pairwatch[$extras]'s requirements into .venv" >&2
   if [ "$extras" = dev ]; then install_dev; else install_demo; fi
   stamp_of "$extras" > ".venv/.pairwatch-stamp.$extras"
 fi
+if [ "$extras" = dev ]; then install_mitmproxy; fi

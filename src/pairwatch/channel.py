@@ -54,6 +54,12 @@ class Options:
     and response, passed through ``redact`` (decoded message in, what may be recorded out)
     and cut to ``max_payload_bytes``, goes on its per-id span.
 
+    ``method_timeouts`` gives named methods their own timeout (``{"eth_getLogs": 120}``); a
+    batch waits as long as its slowest method allows.  An HTTP exchange does not use
+    ``timeout``: it waits as long as its client's own read timeout, restarted on every chunk
+    received (forever when the client has none, until the body ends or the response is
+    dropped), so a long call the client still awaits is never counted missing.
+
     ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
     that has none, so a server running pairwatch's middleware joins the trace.
     """
@@ -73,11 +79,17 @@ class Options:
     redact: Callable[[Any], Any] | None = None
     late_ids: int = 1024
     late_age: float = 300.0
+    method_timeouts: Mapping[str, float] | None = None
     propagate: bool = True
 
     def limits(self) -> Limits:
         return Limits(
-            self.timeout, self.max_open_batches, self.max_pending_ids, self.late_ids, self.late_age
+            self.timeout,
+            self.max_open_batches,
+            self.max_pending_ids,
+            self.late_ids,
+            self.late_age,
+            self.method_timeouts,
         )
 
 
@@ -262,21 +274,38 @@ class Channel:
         return self.sent_parsed(parsed, payload)
 
     def sent_parsed(
-        self, payload: wire.Payload, raw: object = None, parent: otel_context.Context | None = None
+        self,
+        payload: wire.Payload,
+        raw: object = None,
+        timeout: float | None = None,
+        parent: otel_context.Context | None = None,
     ) -> Batch | None:
         """Like :meth:`sent` for integrations that already classified the payload; ``raw``
-        (the payload as sent) is only read when payload capture is on.  ``parent``, if
-        given, is the batch span's parent instead of the current context."""
+        (the payload as sent) is only read when payload capture is on; ``timeout`` replaces
+        :attr:`Options.timeout` for this batch (an HTTP client's own read timeout); ``parent``
+        is the batch span's parent instead of the current context (the server middleware's
+        propagated ``traceparent``)."""
         try:
             ctx = None
             if self.telemetry.spans:
                 ctx = otel_context.get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
-            return self.ledger.sent(payload, ctx)
+            return self.ledger.sent(payload, ctx, timeout)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
             return None
+
+    def postpone(self, timeout: float) -> None:
+        """The exchange is still receiving: its open batches wait ``timeout`` more from now."""
+        guard.shielded(
+            "postpone", self.ledger.postpone, timeout, count=self.telemetry.internal_error
+        )
+
+    def withdraw(self) -> None:
+        """Forget every open batch uncounted: a 202 or a redirect says its replies come on
+        another channel (an MCP session's stream, the redirected exchange), counted there."""
+        guard.shielded("withdraw", self.ledger.withdraw, count=self.telemetry.internal_error)
 
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""

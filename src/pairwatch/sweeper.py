@@ -54,11 +54,19 @@ class _Sweeper:
     def _run(self) -> None:
         while True:
             time.sleep(self.interval)
-            with self._lock:
-                channels = list(self._channels)
-            for channel in channels:
-                if channel.ledger.open_batches:
-                    channel.expire()
+            self.sweep()
+
+    def sweep(self) -> None:
+        """One pass: expire the timed-out batches of every watched channel (tests call it
+        to stand for the thread's next wake-up, without waiting for it)."""
+        for channel in self.channels():
+            if channel.ledger.open_batches:
+                channel.expire()
+
+    def channels(self) -> list[Expirable]:
+        """The channels watched now (a snapshot)."""
+        with self._lock:
+            return list(self._channels)
 
 
 SWEEPER = _Sweeper()

@@ -133,6 +133,10 @@ def bare(client: Any) -> Any:
 SCRIPTS: dict[str, tuple[int, dict[str, str], list[bytes], bool]] = {}
 """path -> (status, headers, body chunks written one by one, whether to cut the body)."""
 
+HOOKS: dict[str, Callable[[int], None]] = {}
+"""path -> called with the chunk's index before each body chunk, after the headers are sent
+(a slow server's pauses)."""
+
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -141,8 +145,14 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _reply(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:  # a streamed request body: read it all, or the connection desyncs
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                self.rfile.read(size + 2)
+                if not size:
+                    break
+        else:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status, headers, chunks, cut = SCRIPTS.get(self.path, (404, {}, [b"no script"], False))
         self.send_response(status)
         body = b"".join(chunks)
@@ -152,7 +162,11 @@ class Handler(BaseHTTPRequestHandler):
         if not chunked:
             self.send_header("Content-Length", str(len(body) * (2 if cut else 1)))
         self.end_headers()
-        for chunk in chunks:
+        hook = HOOKS.get(self.path)
+        for index, chunk in enumerate(chunks):
+            if hook is not None:
+                self.wfile.flush()
+                hook(index)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
             self.wfile.flush()
         if cut:

@@ -119,6 +119,13 @@ def _key(value: Any) -> tuple[str, Any] | None:
     return None
 
 
+def _int_or_float(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def oracle(reply: bytes, sent: list[Any]) -> dict[str, int] | None:
     """Expected counts for one reply to one batch, or None when it is not JSON at all.
 
@@ -128,10 +135,17 @@ def oracle(reply: bytes, sent: list[Any]) -> dict[str, int] | None:
     """
     data = reply[3:] if reply.startswith(b"\xef\xbb\xbf") else reply
     try:
-        text = data.decode("utf-8")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            # Read as the client would: JSON text (UTF-8, or UTF-16/32 by its first bytes),
+            # a byte invalid there read as U+FFFD rather than failing the whole body.
+            text = data.decode(json.detect_encoding(data), "replace")
         if not text.strip():
             return {"empty": 1}
-        value = json.loads(text)
+        # An integer longer than Python's digit limit is still JSON (pairwatch reads it as a
+        # float, never a usable id): int() refusing it must not make the body "not JSON".
+        value = json.loads(text, parse_int=_int_or_float)
     except (ValueError, RecursionError):
         return None
     items = value if isinstance(value, list) else [value]

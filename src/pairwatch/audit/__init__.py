@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
-from pairwatch.audit import har, jsonl, stdio
+from pairwatch.audit import har, jsonl, sidefiles, stdio
 from pairwatch.audit.base import CaptureError, Progress, ReadStats, Step
 from pairwatch.audit.feed import BatchDetail, FileAudit, audit_steps
 
@@ -24,7 +24,7 @@ __all__ = ["FORMATS", "BatchDetail", "CaptureError", "FileAudit", "audit_file", 
 Reader = Callable[[BinaryIO, str, Progress, ReadStats], Iterator[Step]]
 
 FORMATS: Final[dict[str, Reader]] = {"har": har.read, "jsonl": jsonl.read, "stdio": stdio.read}
-_EXTENSIONS: Final = {".har": "har", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_EXTENSIONS: Final = {".har": "har", ".zip": "har", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
 def detect_format(path: str, head: bytes) -> str:
@@ -32,6 +32,8 @@ def detect_format(path: str, head: bytes) -> str:
     ext = os.path.splitext(path)[1].lower()
     if ext in _EXTENSIONS:
         return _EXTENSIONS[ext]
+    if head.startswith(sidefiles.ZIP_MAGIC):
+        return "har"  # a HAR archive (Playwright's .zip), whatever its name
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     first_line = text.split(b"\n", 1)[0]
     if text.startswith(b"{"):
@@ -54,7 +56,11 @@ def audit_file(
     keep_worst: int = 5,
     progress: Progress | None = None,
 ) -> FileAudit:
-    """Audit one capture file; raise :class:`CaptureError` if it cannot be read."""
+    """Audit one capture file; raise :class:`CaptureError` if it cannot be read.
+
+    A HAR's side files (``_file``) are read from its directory; a ``.zip`` is read as a HAR
+    archive, its one ``.har`` member the capture and the other members its side files.
+    """
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is done
     except OSError as exc:
@@ -64,10 +70,22 @@ def audit_file(
         if progress is None:
             progress = Progress(size)
         progress.total = size
+        head = stream.peek(4096)[:4096]
         if fmt is None:
-            fmt = detect_format(path, stream.peek(4096)[:4096])
+            fmt = detect_format(path, head)
         if fmt not in FORMATS:
             raise CaptureError(path, "", f"unknown format {fmt!r}")
         stats = ReadStats()
-        steps = FORMATS[fmt](stream, path, progress, stats)
-        return audit_steps(path, fmt, steps, stats, timeout=timeout, keep_worst=keep_worst)
+        if fmt != "har":
+            steps = FORMATS[fmt](stream, path, progress, stats)
+            return audit_steps(path, fmt, steps, stats, timeout=timeout, keep_worst=keep_worst)
+        if not head.startswith(sidefiles.ZIP_MAGIC):
+            side = sidefiles.Directory(os.path.dirname(os.path.abspath(path)))
+            steps = har.read(stream, path, progress, stats, side)
+            return audit_steps(path, fmt, steps, stats, timeout=timeout, keep_worst=keep_worst)
+        archive, member = sidefiles.open_archive(path, stream)
+        with archive, archive.open(member) as inner:
+            progress.total = member.file_size  # the reader counts uncompressed bytes
+            reader = cast(BinaryIO, inner)  # a ZipExtFile reads like any binary stream
+            steps = har.read(reader, path, progress, stats, sidefiles.Archive(archive))
+            return audit_steps(path, fmt, steps, stats, timeout=timeout, keep_worst=keep_worst)

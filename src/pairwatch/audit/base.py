@@ -9,11 +9,14 @@ this dumb is what makes the audit's counters mean exactly what the live counters
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Final, Literal
+
+from pairwatch.pairing import wire
 
 Direction = Literal["sent", "received", "closed"]
 
@@ -55,15 +58,40 @@ class Step:
 
 @dataclass
 class ReadStats:
-    """What a reader saw besides the steps: units read and what it skipped, and why."""
+    """What a reader saw besides the steps: units read, what it skipped and why, and the
+    bodies the capture does not hold (``absent``: by what and why), which make the exchanges
+    they belong to unknowable rather than clean."""
 
     unit: str = "line"
     units: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    absent: Counter[str] = field(default_factory=Counter)
+    attached: int = 0  # bodies read from side files rather than from the capture itself
     timed: bool = True
 
 
 StepReader = Iterator[Step]
+
+
+def foreign(payload: object) -> bool:
+    """Whether a message of a stream capture is JSON that is not JSON-RPC, judged by structure.
+
+    Such a message (an analytics event, a log record a server wrote to its stdout) counts
+    nothing: it is skipped, as the live integrations skip a body :func:`wire.sniff` rejects.
+    Text that is not JSON at all is *not* foreign: a reply cut mid-way is exactly what the
+    pairing must count as unparseable, so it goes through.
+    """
+    if isinstance(payload, (str, bytes, bytearray)):
+        if wire.sniff(payload):
+            return False
+        try:
+            json.loads(payload)
+        except (ValueError, RecursionError):
+            return False
+        return True
+    if isinstance(payload, list) and not payload:
+        return False  # the empty batch: only its reply can settle it (the ledger holds it)
+    return not wire.is_jsonrpc(payload)
 
 
 def parse_time(value: object) -> float | None:

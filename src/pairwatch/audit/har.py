@@ -8,8 +8,17 @@ ended (``startedDateTime`` + ``time``).  HAR has no per-event times, so every ev
 ``text/event-stream`` body is taken as received when the stream ended; as in the live HTTP
 integration, an event carrying one element of a batch reply counts as part of that reply.
 
-Entries that are not JSON-RPC (pages, images, GETs) are skipped and counted, and so are
-entries whose response body the exporter did not save (their outcome is unknowable).
+Whether an entry is JSON-RPC is decided by the structure of its decoded request body
+(:func:`pairwatch.pairing.wire.sniff`), never by a substring: an analytics beacon
+``{"event": "client_ready", "transport": "jsonrpc"}`` is skipped and counts nothing, and so are
+pages, images and GETs.
+
+A body the recorder did not keep is *absent*, not empty: Playwright's ``content: "omit"``
+leaves ``postData.text`` blank with a non-zero ``bodySize`` and drops ``response.content.text``
+while keeping its ``size``; ``content: "attach"`` points at a side file (``_file``), read here
+through :mod:`pairwatch.audit.sidefiles`.  Absent bodies are tallied in
+:attr:`ReadStats.absent` so the report can say the capture cannot be judged, instead of
+"no JSON-RPC traffic found".
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 from urllib.parse import urlsplit
 
 from pairwatch.audit.base import (
@@ -29,28 +38,66 @@ from pairwatch.audit.base import (
     parse_time,
 )
 from pairwatch.audit.jsonstream import har_entries
+from pairwatch.audit.sidefiles import SideFiles
 from pairwatch.pairing import wire
 
+OMITTED: Final = "omitted when recorded"
+SIDE_FILE_MISSING: Final = "in a side file that is not there"
 
-def read(stream: BinaryIO, path: str, progress: Progress, stats: ReadStats) -> Iterator[Step]:
+
+def read(
+    stream: BinaryIO,
+    path: str,
+    progress: Progress,
+    stats: ReadStats,
+    side: SideFiles | None = None,
+) -> Iterator[Step]:
+    """Steps from a HAR; ``side`` finds bodies stored outside it (``_file``)."""
     stats.unit = "entry"
     for index, entry in enumerate(har_entries(stream, path, progress)):
         stats.units += 1
-        yield from _entry(entry, index, path, stats)
+        yield from _entry(entry, index, path, stats, side)
 
 
-def _body(holder: dict[str, Any], path: str, where: str, what: str) -> bytes | str | None:
+class Body:
+    """A body as the entry holds it: the bytes or text, or why it is absent."""
+
+    __slots__ = ("absent", "attached", "data")
+
+    def __init__(
+        self, data: bytes | str | None, absent: str | None = None, *, attached: bool = False
+    ) -> None:
+        self.data = data
+        self.absent = absent
+        self.attached = attached
+
+
+def _body(
+    holder: dict[str, Any],
+    path: str,
+    where: str,
+    what: str,
+    side: SideFiles | None,
+    size: object,
+) -> Body:
+    """Read one body; ``size`` is what the recorder says it measured on the wire."""
     text = holder.get("text")
-    if text is None:
-        return None
-    if not isinstance(text, str):
+    if text is not None and not isinstance(text, str):
         raise CaptureError(path, where, f"{what}.text is not a string")
-    if str(holder.get("encoding", "")).lower() == "base64":
-        try:
-            return base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise CaptureError(path, where, f"{what}.text is not valid base64") from None
-    return text
+    if text:
+        if str(holder.get("encoding", "")).lower() == "base64":
+            try:
+                return Body(base64.b64decode(text, validate=True))
+            except (binascii.Error, ValueError):
+                raise CaptureError(path, where, f"{what}.text is not valid base64") from None
+        return Body(text)
+    name = holder.get("_file")
+    if isinstance(name, str) and name:
+        data = side.read(name) if side is not None else None
+        return Body(data, attached=True) if data is not None else Body(None, SIDE_FILE_MISSING)
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return Body(None, OMITTED)  # bytes crossed the wire, the capture kept none of them
+    return Body(text)
 
 
 def _ms(value: object) -> float:
@@ -69,7 +116,9 @@ def _header(message: dict[str, Any], name: str) -> str:
     return ""
 
 
-def _entry(entry: object, index: int, path: str, stats: ReadStats) -> Iterator[Step]:
+def _entry(
+    entry: object, index: int, path: str, stats: ReadStats, side: SideFiles | None
+) -> Iterator[Step]:
     where = f"entry {index} (log.entries[{index}])"
     if not isinstance(entry, dict):
         raise CaptureError(path, where, "not a JSON object")
@@ -80,19 +129,27 @@ def _entry(entry: object, index: int, path: str, stats: ReadStats) -> Iterator[S
     if not isinstance(response, dict):
         raise CaptureError(path, where, "has no response object (an incomplete export?)")
     post = request.get("postData")
-    sent = _body(post, path, where, "request.postData") if isinstance(post, dict) else None
+    # No postData at all while bodySize counts bytes: the exporter dropped the whole member.
+    post = post if isinstance(post, dict) else {}
+    asked = _body(post, path, where, "request.postData", side, request.get("bodySize"))
+    if asked.absent is not None:
+        stats.absent[f"request body {asked.absent}"] += 1  # JSON-RPC or not: unknowable
+        return
+    sent = asked.data
+    stats.attached += asked.attached
     if sent is None or not wire.sniff(sent):
         stats.skipped["not JSON-RPC"] += 1
         return
     content = response.get("content")
     content = content if isinstance(content, dict) else {}
-    received = _body(content, path, where, "response.content")
     status = response.get("status")
     dropped = status == 0 or "_error" in entry or "_error" in response
-    size = content.get("size")
-    if received is None and not dropped and isinstance(size, int) and size > 0:
-        stats.skipped["response body not saved by the exporter"] += 1
+    answer = _body(content, path, where, "response.content", side, content.get("size"))
+    if answer.absent is not None and not dropped:
+        stats.absent[f"response body {answer.absent}"] += 1  # its outcome is unknowable
         return
+    received = answer.data
+    stats.attached += answer.attached
 
     started = parse_time(entry.get("startedDateTime"))
     timings = entry.get("timings")

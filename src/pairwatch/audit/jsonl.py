@@ -9,8 +9,9 @@ One JSON object per line, in the order the messages crossed the wire::
 ``dir`` (or ``direction``) is required; ``message`` holds the decoded JSON and ``raw`` the
 text as it was on the wire (so unparseable replies stay countable).  ``channel`` groups the
 lines that share one pending table (default: one channel for the file); ``transport`` labels
-it (``http`` and ``sse`` channels are single bound exchanges).  A file is a line stream, so
-the audit never holds more than one line.
+it (``http`` and ``sse`` channels are single bound exchanges).  A message that is JSON but
+not JSON-RPC by structure (:func:`pairwatch.audit.base.foreign`) is skipped and counts
+nothing.  A file is a line stream, so the audit never holds more than one line.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pairwatch.audit.base import (
     Progress,
     ReadStats,
     Step,
+    foreign,
     parse_time,
     read_lines,
 )
@@ -49,7 +51,11 @@ def read(stream: BinaryIO, path: str, progress: Progress, stats: ReadStats) -> I
         stats.units += 1
         if not text.strip():
             continue
-        yield _line(text, f"line {number}", path, stats)
+        step = _line(text, f"line {number}", path, stats)
+        if step.direction != "closed" and foreign(step.payload):
+            stats.skipped["not JSON-RPC"] += 1
+            continue
+        yield step
 
 
 def _line(text: str, where: str, path: str, stats: ReadStats) -> Step:

@@ -45,6 +45,8 @@ def summarize(audit: FileAudit) -> dict[str, Any]:
         "unit": stats.unit,
         "read": stats.units,
         "skipped": dict(sorted(stats.skipped.items())),
+        "bodies_absent": dict(sorted(stats.absent.items())),
+        "bodies_from_side_files": stats.attached,
         "timed": stats.timed,
         "clock_went_back": audit.clock_went_back,
         "internal_errors": internal,
@@ -125,16 +127,49 @@ def verdicts(rules: Sequence[Threshold], total: dict[str, int]) -> list[dict[str
     ]
 
 
+#: Exit statuses, as ``pairwatch audit`` documents them.
+STATUS_OK: Final = 0
+STATUS_RULE_BREACHED: Final = 1
+STATUS_UNREADABLE: Final = 2
+STATUS_BODIES_ABSENT: Final = 3
+
+REMEDY: Final = (
+    "record with bodies (Playwright: record_har_content='embed', or 'attach' keeping the side "
+    "files beside the .har or inside its .zip; browser devtools: 'Save all as HAR with content')"
+)
+
+
+def absent_bodies(f: dict[str, Any]) -> int:
+    return sum(f["bodies_absent"].values())
+
+
 def build(audits: Sequence[FileAudit], rules: Sequence[Threshold]) -> dict[str, Any]:
+    """The report; its status is 3 when any capture lacks bodies, since then no count (and no
+    ``--fail-on`` verdict) covers the exchanges those bodies belonged to, else 1 or 0."""
     files = [summarize(a) for a in audits]
     total = totals(files)
     checks = verdicts(rules, total)
-    return {
-        "files": files,
-        "totals": total,
-        "thresholds": checks,
-        "status": 1 if any(c["failed"] for c in checks) else 0,
-    }
+    status = STATUS_RULE_BREACHED if any(c["failed"] for c in checks) else STATUS_OK
+    if any(absent_bodies(f) for f in files):
+        status = STATUS_BODIES_ABSENT
+    return {"files": files, "totals": total, "thresholds": checks, "status": status}
+
+
+def absence_message(f: dict[str, Any]) -> str | None:
+    """One line on the bodies a capture does not hold, or ``None`` when it holds them all."""
+    n = absent_bodies(f)
+    if not n:
+        return None
+    what = "; ".join(
+        f"{k} {why if k == 1 else why.replace(' body ', ' bodies ', 1)}"
+        for why, k in f["bodies_absent"].items()
+    )
+    if f["channels"]:
+        are = "1 body is" if n == 1 else f"{n} bodies are"
+        lead = f"{are} not in the capture ({what}): the counts cover only the rest"
+    else:
+        lead = f"the capture holds no bodies to pair ({what})"
+    return f"{lead}; {REMEDY}"
 
 
 def to_json(report: dict[str, Any]) -> str:
@@ -167,7 +202,14 @@ def _file_text(f: dict[str, Any]) -> list[str]:
     read = f"  {f['read']} {unit} read"
     if f["skipped"]:
         read += "; skipped: " + ", ".join(f"{n} {why}" for why, n in f["skipped"].items())
+    if f["bodies_from_side_files"]:
+        read += f"; {f['bodies_from_side_files']} bodies read from side files"
     lines.append(read)
+    absence = absence_message(f)
+    if absence is not None:
+        lines += textwrap.wrap(
+            "bodies absent: " + absence, 96, initial_indent="  ", subsequent_indent="    "
+        )
     if not f["timed"]:
         lines.append("  the capture has no timestamps: no latencies, no timeouts")
     if f["clock_went_back"]:
@@ -176,7 +218,8 @@ def _file_text(f: dict[str, Any]) -> list[str]:
         lines.append(f"  pairwatch internal errors: {f['internal_errors']}")
     channels = f["channels"]
     if not channels:
-        lines.append("  no JSON-RPC traffic found")
+        if absence is None:
+            lines.append("  no JSON-RPC traffic found")
         return lines
     rows = [["channel kind", *(c["transport"] for c in channels)]]
     for short, instrument in COUNTERS.items():

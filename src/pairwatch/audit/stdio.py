@@ -10,7 +10,8 @@ One JSON-RPC message per line, tagged with its direction, optionally preceded by
 ``>``, ``->`` or ``-->`` mark what the client sent; ``<``, ``<-`` or ``<--`` what it
 received.  Blank lines and lines starting with ``#`` are ignored.  The whole file is one
 channel (one pipe); its end closes what is still pending as ``stream_end``.  The message
-text is fed as written, so a half-written last line counts as an unparseable reply.
+text is fed as written, so a half-written last line counts as an unparseable reply; a line
+that is JSON but not JSON-RPC by structure is skipped and counts nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pairwatch.audit.base import (
     Progress,
     ReadStats,
     Step,
+    foreign,
     parse_time,
     read_lines,
 )
@@ -54,6 +56,9 @@ def read(stream: BinaryIO, path: str, progress: Progress, stats: ReadStats) -> I
                 "not tagged as sent or received: start the line with '> ' or '< ' "
                 "(or '-->' / '<--'), optionally after a time",
             )
+        if foreign(body):
+            stats.skipped["not JSON-RPC"] += 1  # e.g. a JSON log record on the server's stdout
+            continue
         if ts is None:
             stats.timed = False
         yield Step(direction, "stdio", ts, body, where, "stdio")

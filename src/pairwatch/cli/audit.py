@@ -1,8 +1,11 @@
 """``pairwatch audit FILE...``: the live counters and diagnoses, from captured traffic.
 
 Exit statuses: 0 when every ``--fail-on`` rule holds (or none is given), 1 when a rule is
-breached, 2 when a capture cannot be read or the arguments are wrong.  A capture error is one
-line naming the file and the line or entry, never a traceback: the command runs in CI.
+breached, 2 when a capture cannot be read or the arguments are wrong, 3 when a capture lacks
+the bodies of some exchanges (recorded with content omitted, or its side files are not
+there): a gate must not pass on counts that leave those exchanges out, and "no traffic
+found" would be a lie.  A capture error is one line naming the file and the line or entry,
+never a traceback: the command runs in CI.
 """
 
 from __future__ import annotations
@@ -19,23 +22,34 @@ from typing import IO, Any
 
 from pairwatch.audit import FORMATS, CaptureError, FileAudit, audit_file
 from pairwatch.audit.base import Progress
-from pairwatch.audit.report import Threshold, build, parse_threshold, to_json, to_text
+from pairwatch.audit.report import (
+    Threshold,
+    absence_message,
+    build,
+    parse_threshold,
+    to_json,
+    to_text,
+)
 
 EPILOG = """\
-formats: HAR (.har: browser devtools, mitmproxy), JSON Lines (.jsonl: one
-{"ts", "dir": "sent"|"received"|"closed", "channel", "message"|"raw"} per line) and stdio
-transcripts ('> ' sent / '< ' received, one message per line, optional leading time).
+formats: HAR (.har, or a .zip HAR archive: browser devtools, Playwright, mitmproxy),
+JSON Lines (.jsonl: one {"ts", "dir": "sent"|"received"|"closed", "channel",
+"message"|"raw"} per line) and stdio transcripts ('> ' sent / '< ' received, one
+message per line, optional leading time).
 --fail-on NAME OP N (OP: > >= < <= == !=), NAME one of: batches, requests, missing,
 unknown_id, null_id, count_mismatch, duplicate_id, invalid_response, invalid_request,
 out_of_order, protocol_violation, internal_errors, not_ok (or the metric name).
-exit status: 0 ok, 1 a --fail-on rule was breached, 2 unreadable capture or bad arguments.
+HAR side files: bodies a HAR points at ("_file", Playwright's content "attach") are read
+from the HAR's directory, or from the .zip archive that holds the HAR.
+exit status: 0 ok, 1 a --fail-on rule was breached, 2 unreadable capture or bad arguments,
+3 a capture lacks bodies (recorded with content omitted, or side files missing).
 """
 
 
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "audit",
-        help="pair the JSON-RPC traffic of captures (HAR, JSON Lines, stdio transcripts)",
+        help="pair the JSON-RPC traffic of captures (HAR or HAR .zip, JSON Lines, stdio)",
         description="Feed captured JSON-RPC traffic through pairwatch's ledger and report.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -156,5 +170,9 @@ def _run(args: argparse.Namespace) -> int:
             print(f"pairwatch audit: error: {args.prometheus}: {exc.strerror}", file=sys.stderr)
             return 2
     sys.stdout.write(to_json(report) + "\n" if args.json else to_text(report))
+    for f in report["files"]:
+        absence = absence_message(f)
+        if absence is not None:
+            print(f"pairwatch audit: {f['path']}: {absence}", file=sys.stderr)
     status: int = report["status"]
     return status

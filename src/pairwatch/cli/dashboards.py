@@ -32,7 +32,7 @@ PACKAGED = "_dashboards"
 TOOLING_SUFFIXES = (".py", ".pyc")  # generators and renderers: they need the dev extras
 TEXT_SUFFIXES = (".json", ".yaml", ".yml", ".md")
 # Any absolute address of the runbook: the part before the ``#anchor`` is replaced.
-RUNBOOK = re.compile(r"https?://[^\s\"'#)<>]*runbook\.md")
+RUNBOOK = re.compile(r"https?://[^\s\"'#)<>]*runbook\.md|(?<=\")dashboards/runbook\.md")
 
 
 def source() -> Traversable | None:

@@ -9,7 +9,10 @@ The kit every integration is built from, so that none writes its own:
 * :mod:`._patch`: the one patcher (install, exact restore, call-time lookup of the original,
   pass-through under ``suppress_instrumentation`` and for mocks);
 * :mod:`._exchange`: the skeleton of one HTTP exchange; an HTTP client library subclasses
-  ``HttpClient`` with where the request body is and how to tap the response;
+  ``HttpClient`` with where the request body is and how to tap the response; its parts
+  (request, payload, exchange record, what a 202 or a redirect means) in :mod:`._request`;
+* :mod:`._decoders`: the library's own content decoders for pairwatch's copy of a body;
+  :mod:`._body`: the charset a body is read with, and the process budget of buffered bytes;
 * :mod:`._calls`: hooks around a call on a stream (before, after, on a closing exception,
   finally) written once for plain and coroutine methods, and ``argument()``;
 * :mod:`._stream`: the response-body tap and the SSE parser; :mod:`._ws`: the websocket tap;

@@ -6,6 +6,8 @@ one *bound* channel and record what is sent; call the library, marked as tracked
 exchange as ``send_failed`` if that raises (re-raising the library's own exception); put a
 tap on the response body before the caller reads it; and, for a buffered call that was sent
 as a stream so that the body could be tapped, read the body exactly as the library would.
+A request body the library sends as a stream is seen as it goes out (:class:`Streamed`):
+the exchange opens once it has been sent whole and turned out to be JSON-RPC.
 
 Written once here, so a library's integration says only what differs (:class:`HttpClient`):
 where the request body and URL are in the call's arguments, and how to show the response
@@ -18,17 +20,44 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import propagate, trace
 
 from pairwatch import guard
-from pairwatch.channel import Channel, Options
+from pairwatch.channel import Options
 from pairwatch.integrations._calls import Args, Kwargs
 from pairwatch.integrations._patch import Wrapper
+from pairwatch.integrations._request import (
+    REDIRECTS,
+    Exchange,
+    Request,
+    Streamed,
+    answered_elsewhere,
+    decoded_payload,
+    host_of,
+    request_payload,
+    start_exchange,
+)
 from pairwatch.integrations._stream import Tap
 from pairwatch.pairing import wire
+
+__all__ = [
+    "ACTIVE",
+    "REDIRECTS",
+    "Exchange",
+    "HttpClient",
+    "Request",
+    "Streamed",
+    "answered_elsewhere",
+    "async_send",
+    "decoded_payload",
+    "host_of",
+    "request_payload",
+    "start_exchange",
+    "sync_send",
+    "tracking",
+]
 
 ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_http", default=False)
 """Set while a tracked exchange's wrapped call runs (per thread, per asyncio task).
@@ -51,98 +80,6 @@ def tracking() -> Iterator[None]:
         ACTIVE.reset(token)
 
 
-def host_of(url: object) -> str | None:
-    """The host name of a URL object or string, or None; never raises."""
-    try:
-        host = getattr(url, "host", None)
-        if isinstance(host, str):
-            return host or None
-        from urllib.parse import urlsplit
-
-        return urlsplit(str(url)).hostname
-    except Exception:
-        return None
-
-
-def request_payload(body: object) -> wire.Payload | None:
-    """Classify a request body when, and only when, it looks like JSON-RPC.
-
-    The sniff looks at one character and one substring, so the common case (not JSON-RPC)
-    costs well under a microsecond and parses nothing.
-    """
-    if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
-        return None
-    parsed = wire.parse(body, wire.Kind.REQUEST)
-    if not parsed.size:
-        return None
-    return parsed
-
-
-def decoded_payload(value: object) -> wire.Payload | None:
-    """Like :func:`request_payload` for a body the caller passed as a JSON object."""
-    if isinstance(value, dict):
-        looks = "jsonrpc" in value
-    elif isinstance(value, list):
-        looks = bool(value) and isinstance(value[0], dict) and "jsonrpc" in value[0]
-    else:
-        looks = False
-    if not looks:
-        return None
-    parsed = wire.parse(value)
-    return parsed if parsed.messages else None
-
-
-def start_exchange(
-    payload: wire.Payload,
-    options: Options,
-    integration: str,
-    host: str | None,
-    raw: object = None,
-) -> Channel:
-    """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
-    the body as sent, is read only when payload capture is on)."""
-    channel = Channel(
-        transport="http",
-        integration=integration,
-        server_address=host or None,
-        bound=True,
-        options=options,
-    )
-    channel.sent_parsed(payload, raw)
-    return channel
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a library's send call carries: the body as sent and where it goes.
-
-    ``decoded`` marks a body handed over as a JSON object (aiohttp's ``json=``) rather than
-    bytes or text.
-    """
-
-    body: object
-    url: object
-    decoded: bool = False
-    headers: Any = None
-    """The library's own mutable header mapping of this request, where trace context can be
-    added (None where the library keeps none pairwatch may write to)."""
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One tracked HTTP exchange: its bound channel and the payload sent on it."""
-
-    channel: Channel
-    payload: wire.Payload
-
-    def tap(self, content_type: str | None, encoding: str | None) -> Tap:
-        """A tap for the response body; a batch sent may come back one element per event."""
-        return Tap(self.channel, content_type, encoding, batch_sent=self.payload.is_batch)
-
-    def close(self, reason: str) -> None:
-        guard.shielded("close_" + reason, self.channel.close, reason)
-
-
 class HttpClient:
     """What one HTTP client library tells the skeleton; subclasses fill in the blanks.
 
@@ -163,6 +100,8 @@ class HttpClient:
 
     def payload(self, request: Request) -> wire.Payload | None:
         """The JSON-RPC payload of the body, or None when it is not JSON-RPC."""
+        if request.parsed is not None:
+            return request.parsed
         return decoded_payload(request.body) if request.decoded else request_payload(request.body)
 
     def attach(
@@ -170,6 +109,13 @@ class HttpClient:
     ) -> Tap | None:
         """Show the response body to a tap; return the tap while the body is still to come."""
         raise NotImplementedError
+
+    def stream_request(
+        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
+    ) -> Request | None:
+        """For a request whose body is a stream: let ``streamed`` see it as it is sent and
+        say where it goes; None when the library (or this body) offers no such view."""
+        return None
 
     def read(self, response: Any) -> None:
         """Read a buffered body the way the library's own send does (``stream_flag`` only)."""
@@ -187,10 +133,11 @@ def _begin(
         if request is None or payload is None:
             return None
         host = host_of(request.url)
-        channel = start_exchange(payload, options, client.integration, host, request.body)
+        timeout = request.read_timeout
+        channel = start_exchange(payload, options, client.integration, host, request.body, timeout)
         if options.propagate and request.headers is not None:
             inject_context(request.headers)
-        return Exchange(channel, payload)
+        return Exchange(channel, payload, timeout, request.body)
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
@@ -211,6 +158,39 @@ def inject_context(headers: Any) -> None:
     propagator.inject(headers)
 
 
+def _begin_streamed(
+    client: HttpClient, options: Options, instance: Any, args: tuple[Any, ...], kwargs: Any
+) -> Streamed | None:
+    found: list[Request] = []
+
+    def open_exchange(payload: wire.Payload, body: bytes) -> Exchange:
+        request = found[0]
+        timeout = request.read_timeout
+        host = host_of(request.url)
+        channel = start_exchange(payload, options, client.integration, host, body, timeout)
+        return Exchange(channel, payload, timeout, body)
+
+    try:
+        streamed = Streamed(open_exchange)
+        request = client.stream_request(instance, args, kwargs, streamed)
+        if request is None:
+            return None
+        found.append(request)
+        return streamed
+    except Exception as exc:
+        guard.report(client.integration + "_send", exc, None)
+        return None
+
+
+def _opened(streamed: Streamed | None) -> Exchange | None:
+    return None if streamed is None else streamed.exchange
+
+
+def _wants_read(client: HttpClient, kwargs: dict[str, Any]) -> bool:
+    flag = client.stream_flag
+    return flag is not None and kwargs.get(flag, not client.streaming) != client.streaming
+
+
 def _sent_kwargs(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:
     flag = client.stream_flag
     return kwargs if flag is None else {**kwargs, flag: client.streaming}
@@ -220,9 +200,8 @@ def _attach(
     client: HttpClient, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
 ) -> bool:
     """Tap the response; True when the skeleton must then read the body for the caller."""
-    flag = client.stream_flag
-    caller_streams = flag is not None and kwargs.get(flag, not client.streaming) == client.streaming
-    wants_read = flag is not None and not caller_streams
+    wants_read = _wants_read(client, kwargs)
+    caller_streams = client.stream_flag is not None and not wants_read
     try:
         tap = client.attach(exchange, response, instance, kwargs)
     except Exception as exc:
@@ -241,15 +220,28 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
     def send(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        exchange = None if ACTIVE.get() else _begin(client, options(), instance, args, kwargs)
-        if exchange is None:
+        if ACTIVE.get():
             return wrapped(*args, **kwargs)
+        opts = options()
+        exchange = _begin(client, opts, instance, args, kwargs)
+        streamed = None
+        if exchange is None:
+            streamed = _begin_streamed(client, opts, instance, args, kwargs)
+            if streamed is None:
+                return wrapped(*args, **kwargs)
         try:
             with tracking():
                 response = wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
-            exchange.close("send_failed")
+            exchange = exchange or _opened(streamed)
+            if exchange is not None:
+                exchange.close("send_failed")
             raise
+        exchange = exchange or _opened(streamed)
+        if exchange is None:  # the streamed body was not JSON-RPC after all
+            if _wants_read(client, kwargs):
+                client.read(response)
+            return response
         if _attach(client, exchange, response, instance, kwargs):
             client.read(response)
         return response
@@ -263,15 +255,28 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
     async def send(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        exchange = None if ACTIVE.get() else _begin(client, options(), instance, args, kwargs)
-        if exchange is None:
+        if ACTIVE.get():
             return await wrapped(*args, **kwargs)
+        opts = options()
+        exchange = _begin(client, opts, instance, args, kwargs)
+        streamed = None
+        if exchange is None:
+            streamed = _begin_streamed(client, opts, instance, args, kwargs)
+            if streamed is None:
+                return await wrapped(*args, **kwargs)
         try:
             with tracking():
                 response = await wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
-            exchange.close("send_failed")
+            exchange = exchange or _opened(streamed)
+            if exchange is not None:
+                exchange.close("send_failed")
             raise
+        exchange = exchange or _opened(streamed)
+        if exchange is None:  # the streamed body was not JSON-RPC after all
+            if _wants_read(client, kwargs):
+                await client.aread(response)
+            return response
         if _attach(client, exchange, response, instance, kwargs):
             await client.aread(response)
         return response

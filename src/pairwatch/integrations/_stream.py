@@ -12,13 +12,15 @@ responses are paired at that event's arrival (latency per event, not per stream)
 
 from __future__ import annotations
 
+import math
 import re
 import weakref
-import zlib
 from typing import Any, Final
 
 from pairwatch import guard
 from pairwatch.channel import Channel
+from pairwatch.integrations import _decoders
+from pairwatch.integrations._body import body_budget, charset_of, parse_body
 from pairwatch.pairing import wire
 
 __all__ = ["MAX_BODY", "SseParser", "Tap"]
@@ -108,36 +110,34 @@ class SseParser:
             self._event = value
 
 
-def _decompressor(encoding: str | None) -> Any:
-    """A private decoder for ``Content-Encoding``; ``False`` when pairwatch cannot decode it."""
-    if not encoding:
-        return None
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
-        return None
-    if enc in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if enc == "deflate":
-        return zlib.decompressobj()
-    return False
-
-
 class Tap:
     """Sees a copy of every chunk of one response body and keeps the channel's books.
 
     ``chunk`` receives bytes the caller already has, as decoded content; ``raw_chunk``
-    receives bytes still carrying the ``Content-Encoding`` (decoded here on a private
-    decompressor, never the caller's).  ``end`` marks the body complete, ``dropped`` a body
-    cut short or abandoned.  JSON bodies are paired at their end; event streams per event.
-    Every method is shielded: a failure here is counted, never raised.
+    receives bytes still carrying the ``Content-Encoding``, decoded here on a private
+    ``decoder`` built from the client library's own decoders
+    (:mod:`pairwatch.integrations._decoders`; the standard library's gzip and deflate when
+    none is given), never the caller's.  ``end`` marks the body complete, ``dropped`` a body
+    cut short or abandoned.  JSON bodies are paired at their end, decoded with the charset
+    the client reads them with; event streams per event.  Every method is shielded: a
+    failure here is counted, never raised.
+
+    ``elsewhere``: the response says the request is answered on another channel (202
+    Accepted, or a redirect the caller follows with a new request).  Unless its body turns
+    out to be JSON-RPC after all, the exchange is withdrawn: nothing is missing on it.
+    ``read_timeout``: the client's own, restarted on every chunk; the books wait as long.
     """
 
     __slots__ = (
         "__weakref__",
         "_buffer",
         "_channel",
+        "_charset",
         "_decoder",
         "_done",
+        "_elsewhere",
+        "_flush",
+        "_read_timeout",
         "_size",
         "_split",
         "_sse",
@@ -151,6 +151,9 @@ class Tap:
         encoding: str | None = None,
         *,
         batch_sent: bool = False,
+        decoder: _decoders.Chosen | None = None,
+        elsewhere: bool = False,
+        read_timeout: float | None = None,
     ) -> None:
         self._channel = channel
         # A batch answered over SSE may come back one element per event (MCP's streamable
@@ -160,7 +163,12 @@ class Tap:
         self._done = False
         self._buffer: list[bytes] = []
         self._size = 0
-        self._decoder = _decompressor(encoding)
+        self._decoder = _decoders.stdlib(encoding) if decoder is None else decoder
+        self._charset = charset_of(content_type)
+        self._elsewhere = elsewhere
+        self._flush = False
+        finite = read_timeout is not None and math.isfinite(read_timeout)
+        self._read_timeout = read_timeout if finite else None
         is_sse = bool(content_type) and "text/event-stream" in str(content_type).lower()
         self._sse = SseParser() if is_sse else None
         if is_sse:
@@ -175,7 +183,7 @@ class Tap:
         """Close as ``stream_dropped`` if ``owner`` (the caller's response) is collected
         before its body ended, and let the sweeper apply the timeout meanwhile."""
         try:
-            self._watch = weakref.finalize(owner, _abandoned, self._channel)
+            self._watch = weakref.finalize(owner, _abandoned, self)
             self._watch.atexit = False
             self._channel.watch()
         except Exception as exc:
@@ -186,14 +194,22 @@ class Tap:
 
     def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         """A chunk that still carries the response's Content-Encoding."""
-        self._feed(data, self._decoder)
+        decoder = self._decoder
+        if decoder is None or decoder is _decoders.UNSUPPORTED:
+            self._feed(data, None)
+        else:
+            self._flush = True  # the decoder holds state: flush it at the end
+            self._feed(data, decoder)
 
     def _feed(self, data: bytes | bytearray | memoryview, decoder: Any) -> None:
-        # decoder False: an encoding pairwatch cannot read; the body closes as missing.
-        if self._done or not data or decoder is False:
+        # An encoding the client library does not decode reaches the caller undecoded;
+        # pairwatch then reads the same undecoded bytes (decoder None).
+        if self._done or not data:
             return
         try:
-            self._take(bytes(data) if decoder is None else decoder.decompress(bytes(data)))
+            if self._read_timeout is not None:
+                self._channel.postpone(self._read_timeout)
+            self._take(bytes(data) if decoder is None else decoder.decode(bytes(data)))
         except Exception as exc:
             self._fail("tap_chunk", exc)
 
@@ -202,16 +218,17 @@ class Tap:
             return
         if self._sse is not None:
             for event in self._sse.feed(data):
-                payload = wire.parse(event, wire.Kind.RESULT)
+                payload, text = parse_body(event, None)  # SSE is UTF-8 by definition
                 if self._split and not payload.is_batch and payload.unparseable is None:
                     payload = wire.Payload(True, payload.messages)
-                self._channel.received_parsed(payload, event)
+                self._channel.received_parsed(payload, text)
             return
-        self._size += len(data)
-        if self._size > MAX_BODY:
-            self._buffer = []
+        size = len(data)
+        if self._size + size > MAX_BODY or not body_budget().take(size):
+            self._release()
             self._finish("body_too_large")
             return
+        self._size += size
         self._buffer.append(data)
 
     def end(self) -> None:
@@ -219,12 +236,23 @@ class Tap:
         if self._done:
             return
         try:
+            if self._flush:
+                self._take(self._decoder.flush())  # type: ignore[union-attr]
+                if self._done:
+                    return
             if self._sse is not None:
                 self._finish("stream_end")
                 return
             body = b"".join(self._buffer)
-            self._buffer = []
-            self._channel.received(body)
+            self._release()
+            if not body and self._elsewhere:
+                self._channel.withdraw()
+            else:
+                payload, text = parse_body(body, self._charset)
+                if self._elsewhere and not wire.is_jsonrpc(text):
+                    self._channel.withdraw()
+                else:
+                    self._channel.received_parsed(payload, text)
             self._finish("body_end")
         except Exception as exc:
             self._fail("tap_end", exc)
@@ -237,10 +265,23 @@ class Tap:
         if self._done:
             return
         try:
-            self._buffer = []
+            self._release()
+            if self._elsewhere:
+                self._channel.withdraw()  # answered elsewhere, whatever became of this body
             self._finish(reason)
         except Exception as exc:
             self._fail("tap_drop", exc)
+
+    def __del__(self) -> None:
+        # A tap dropped with its body half-buffered (nobody ended or dropped it) must not
+        # keep its share of the process budget.
+        if self._size:
+            self._release()
+
+    def _release(self) -> None:
+        self._buffer = []
+        size, self._size = self._size, 0
+        body_budget().release(size)
 
     def _finish(self, reason: str) -> None:
         self._done = True
@@ -251,9 +292,10 @@ class Tap:
 
     def _fail(self, kind: str, exc: BaseException) -> None:
         self._done = True
+        guard.shielded("tap_release", self._release)
         guard.report(kind, exc, getattr(self._channel.telemetry, "internal_error", None))
         guard.shielded("tap_close", self._channel.close, "closed")
 
 
-def _abandoned(channel: Channel) -> None:
-    guard.shielded("abandoned", channel.close, "stream_dropped")
+def _abandoned(tap: Tap) -> None:
+    guard.shielded("abandoned", tap.dropped, "stream_dropped")

@@ -14,11 +14,13 @@ and keeps ``isinstance(response.content, StreamReader)`` true for code that chec
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Options
+from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, host_of
 from pairwatch.integrations._patch import Patches, Wrapper
@@ -176,19 +178,30 @@ class _Aiohttp(HttpClient):
         url = argument(args, kwargs, 1, "str_or_url")
         if host_of(url) is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)
+        timeout = _read_timeout(kwargs.get("timeout"), instance)
         headers = _CallHeaders(kwargs)
         if kwargs.get("data") is not None:
-            return Request(kwargs["data"], url, headers=headers)
+            return Request(kwargs["data"], url, read_timeout=timeout, headers=headers)
         body = kwargs.get("json")
-        return None if body is None else Request(body, url, decoded=True, headers=headers)
+        if body is None:
+            return None
+        return Request(body, url, decoded=True, read_timeout=timeout, headers=headers)
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         decompress = kwargs.get("auto_decompress")
         if decompress is None:
             decompress = getattr(instance, "_auto_decompress", True)
         headers = response.headers
+        # aiohttp decodes in its protocol, before the reader the tee wraps; only a session
+        # that leaves decoding to its caller hands the tee encoded bytes.
         encoding = None if decompress else headers.get("Content-Encoding")
-        tap = exchange.tap(headers.get("Content-Type"), encoding)
+        tap = exchange.tap(
+            headers.get("Content-Type"),
+            encoding,
+            decoder=_decoders.for_aiohttp(encoding),
+            status=response.status,
+            location=headers.get("Location"),
+        )
         inner = response.content
         response.content = _tee(inner, tap)
         for name in ("release", "close"):
@@ -196,6 +209,22 @@ class _Aiohttp(HttpClient):
             setattr(response, name, _closing(original, tap, inner))
         tap.abandon_with(response)
         return tap
+
+
+def _read_timeout(timeout: object, session: Any) -> float | None:
+    """aiohttp's ``ClientTimeout`` for this call: ``sock_read`` (restarted per read), else
+    ``total``; inf when both are None.  The call's ``timeout=`` wins over the session's."""
+    try:
+        from aiohttp import ClientTimeout
+
+        if not isinstance(timeout, ClientTimeout):
+            timeout = getattr(session, "timeout", None)
+        if not isinstance(timeout, ClientTimeout):
+            return None
+        read = timeout.sock_read if timeout.sock_read is not None else timeout.total
+        return math.inf if read is None else float(read)
+    except Exception:
+        return None
 
 
 def _closing(original: Callable[..., Any], tap: Tap, inner: Any) -> Callable[..., Any]:

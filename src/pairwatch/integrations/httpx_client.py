@@ -18,20 +18,26 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import math
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
+from pairwatch import guard
 from pairwatch.channel import Options
+from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import (
     Exchange,
     HttpClient,
     Request,
+    Streamed,
     async_send,
     sync_send,
 )
 from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.integrations._stream import Tap
+from pairwatch.pairing import wire
 
 LIBRARIES = ("httpx", "httpx2")
 
@@ -113,6 +119,47 @@ def _tees(lib_name: str) -> tuple[type, type]:
     return SyncTee, AsyncTee
 
 
+@functools.cache
+def _request_tee(lib_name: str) -> type:
+    """A request body stream (both sync and async, like httpx's own ``ByteStream``) that
+    hands the transport the inner stream's chunks unchanged and shows pairwatch a copy."""
+    lib = importlib.import_module(lib_name)
+
+    class RequestTee(lib.SyncByteStream, lib.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, streamed: Streamed) -> None:
+            self._pw_inner = inner
+            self._pw_streamed = streamed
+
+        def __iter__(self) -> Iterator[bytes]:
+            seen = self._pw_streamed
+            for chunk in self._pw_inner:
+                guard.shielded("request_tee", seen.chunk, chunk)
+                yield chunk
+            guard.shielded("request_tee", seen.end)
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = self._pw_streamed
+            async for chunk in self._pw_inner:
+                guard.shielded("request_tee", seen.chunk, chunk)
+                yield chunk
+            guard.shielded("request_tee", seen.end)
+
+        def close(self) -> None:
+            close = getattr(self._pw_inner, "close", None)
+            if close is not None:
+                close()
+
+        async def aclose(self) -> None:
+            aclose = getattr(self._pw_inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.__dict__["_pw_inner"], name)
+
+    return RequestTee
+
+
 class _Httpx(HttpClient):
     """The request is ``send``'s first argument; the response's byte stream gets a tee."""
 
@@ -124,15 +171,53 @@ class _Httpx(HttpClient):
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         request: Any = argument(args, kwargs, 0, "request")
+        timeout = _read_timeout(request)
+        followed = _REDIRECTED.pop(request, None)
+        if followed is not None:  # the caller sends a redirect's next_request itself
+            return Request(
+                followed[1],
+                request.url,
+                parsed=followed[0],
+                read_timeout=timeout,
+                headers=request.headers,
+            )
         try:
             body = request.content  # raises for a streaming request body: not ours
         except Exception:
             return None
-        return Request(body, request.url, headers=request.headers)
+        return Request(body, request.url, read_timeout=timeout, headers=request.headers)
+
+    def stream_request(
+        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
+    ) -> Request | None:
+        """A generator or file body: the exchange opens once httpx has sent it whole."""
+        request: Any = argument(args, kwargs, 0, "request")
+        try:
+            request.content  # noqa: B018 - bytes were judged already: not a stream
+            return None
+        except Exception:
+            pass
+        lib = importlib.import_module(self.integration)
+        wanted = (
+            lib.AsyncByteStream if isinstance(instance, lib.AsyncClient) else lib.SyncByteStream
+        )
+        inner = getattr(request, "stream", None)
+        if not isinstance(inner, wanted):
+            return None  # httpx will refuse this body itself: leave its error untouched
+        request.stream = _request_tee(self.integration)(inner, streamed)
+        return Request(None, request.url, read_timeout=_read_timeout(request))
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
-        tap = exchange.tap(headers.get("content-type"), headers.get("content-encoding"))
+        encoding = headers.get("content-encoding")
+        tap = exchange.tap(
+            headers.get("content-type"),
+            encoding,
+            decoder=_decoders.for_httpx(self.integration, encoding),
+            status=response.status_code,
+            location=headers.get("location"),
+        )
+        _remember_redirect(exchange, response)
         if response.is_stream_consumed:
             # A response hook already read the body: it is all in ``content``.
             tap.chunk(response.content)
@@ -154,6 +239,39 @@ class _Httpx(HttpClient):
         except BaseException:
             await response.aclose()
             raise
+
+
+_REDIRECTED: weakref.WeakKeyDictionary[Any, tuple[wire.Payload, object]] = (
+    weakref.WeakKeyDictionary()
+)
+"""A redirect's ``next_request`` -> the payload (and body) of the request it re-sends.
+
+With ``follow_redirects=False`` httpx hands the caller a 3xx whose ``next_request`` carries
+the original body as a *stream* (the MCP SDK then calls ``client.send(next_request)``
+itself).  pairwatch must not read that stream; it already knows what it holds, so the
+re-sent request is tracked with the payload of the one it repeats.  Keyed weakly: a redirect
+nobody follows is forgotten with its request.
+"""
+
+
+def _remember_redirect(exchange: Exchange, response: Any) -> None:
+    following = getattr(response, "next_request", None)
+    original = getattr(response, "request", None)
+    # 303 (and 301/302 after a POST) turn the method into GET without a body: nothing to carry.
+    if following is not None and original is not None and following.method == original.method:
+        _REDIRECTED[following] = (exchange.payload, exchange.raw)
+
+
+def _read_timeout(request: Any) -> float | None:
+    """httpx's read timeout for this request (its ``Timeout.read``): inf for none."""
+    try:
+        timeouts = request.extensions.get("timeout")
+        if not isinstance(timeouts, dict) or "read" not in timeouts:
+            return None
+        read = timeouts["read"]
+        return math.inf if read is None else float(read)
+    except Exception:
+        return None
 
 
 def _wrapper(lib_name: str, is_async: bool, options: Callable[[], Options]) -> Wrapper:

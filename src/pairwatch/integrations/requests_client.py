@@ -10,12 +10,15 @@ copy of what the caller receives, chunk by chunk, without pairwatch reading anyt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from pairwatch import guard
 from pairwatch.channel import Options
+from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
-from pairwatch.integrations._exchange import Exchange, HttpClient, Request, sync_send
+from pairwatch.integrations._exchange import Exchange, HttpClient, Request, Streamed, sync_send
 from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.integrations._stream import Tap
 from pairwatch.integrations._urllib3 import RawTee
@@ -29,15 +32,36 @@ class _Requests(HttpClient):
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         prepared = argument(args, kwargs, 0, "request")
+        body = getattr(prepared, "body", None)
         return Request(
-            getattr(prepared, "body", None),
+            body,
             getattr(prepared, "url", None),
+            read_timeout=_read_timeout(kwargs),
             headers=getattr(prepared, "headers", None),
         )
 
+    def stream_request(
+        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
+    ) -> Request | None:
+        """A generator body (sent chunked): seen as requests sends it.  File objects are
+        left alone (requests may seek them)."""
+        prepared = argument(args, kwargs, 0, "request")
+        body = getattr(prepared, "body", None)
+        if not isinstance(body, Iterator):
+            return None
+        prepared.body = _teed(body, streamed)
+        return Request(None, getattr(prepared, "url", None), read_timeout=_read_timeout(kwargs))
+
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         headers = response.headers
-        tap = exchange.tap(headers.get("content-type"), headers.get("content-encoding"))
+        encoding = headers.get("content-encoding")
+        tap = exchange.tap(
+            headers.get("content-type"),
+            encoding,
+            decoder=_decoders.for_urllib3(encoding),
+            status=response.status_code,
+            location=headers.get("location"),
+        )
         if getattr(response, "_content", False) is not False:
             # A response hook already read the body into ``content``.
             tap.chunk(response.content or b"")
@@ -48,6 +72,30 @@ class _Requests(HttpClient):
 
     def read(self, response: Any) -> None:
         response.content  # noqa: B018 - what Session.send does for stream=False
+
+
+def _teed(body: Iterator[Any], streamed: Streamed) -> Iterator[Any]:
+    for chunk in body:
+        data = chunk.encode() if isinstance(chunk, str) else chunk
+        guard.shielded("request_tee", streamed.chunk, data)
+        yield chunk
+    guard.shielded("request_tee", streamed.end)
+
+
+def _read_timeout(kwargs: Kwargs) -> float | None:
+    """requests' ``timeout=``: seconds, a (connect, read) pair, a urllib3 Timeout, or None
+    (wait forever: inf)."""
+    try:
+        timeout = kwargs.get("timeout")
+        if timeout is None:
+            return math.inf
+        if isinstance(timeout, tuple):
+            timeout = timeout[1]
+        elif not isinstance(timeout, (int, float)):
+            timeout = getattr(timeout, "read_timeout", None)
+        return math.inf if timeout is None else float(timeout)
+    except Exception:
+        return None
 
 
 def install(client: object, options: Options) -> Patches:

@@ -40,6 +40,10 @@ class TelemetryCache:
         self.cap = cap
         self._entries: OrderedDict[Key, Telemetry] = OrderedDict()
         self._lock = threading.Lock()
+        # Keys whose provider was collected.  The finalizer only appends here: it runs at
+        # garbage-collection time, possibly in a thread that holds ``_lock`` inside ``get``
+        # (``build`` allocates), so taking the lock there would deadlock.
+        self._dead: list[Key] = []
 
     def get(
         self,
@@ -50,6 +54,8 @@ class TelemetryCache:
         build: Callable[[], Telemetry],
     ) -> Telemetry:
         key = (id(meter_provider), id(tracer_provider), method_cap, spans)
+        if self._dead:  # before any lookup: a new provider may reuse a dead one's id()
+            self._purge()
         found = self._entries.get(key)
         if found is not None:
             return found
@@ -69,8 +75,14 @@ class TelemetryCache:
             return found
 
     def _forget(self, key: Key) -> None:
+        self._dead.append(key)
+
+    def _purge(self) -> None:
         with self._lock:
-            self._entries.pop(key, None)
+            while self._dead:
+                self._entries.pop(self._dead.pop(), None)
 
     def __len__(self) -> int:
+        if self._dead:
+            self._purge()
         return len(self._entries)

@@ -4,9 +4,12 @@ The ledger used to copy its whole table of open batches on every ``sent`` and ``
 to find the expired ones: the cost per request grew with the outstanding count (about 25 us
 at 10 outstanding, 1.5 ms at 50,000, on a stream channel).
 
-A ledger has one timeout and a monotonic clock, so batches time out in the order they were
-sent: a queue in send order is already ordered by deadline, and the next expiry is at its
-front.  A batch that closes early (complete, evicted, its body ended) stays queued and is
+With one timeout and a monotonic clock, batches time out in the order they were sent: a
+queue in send order is already ordered by deadline, and the next expiry is at its front.
+A batch with another timeout (``method_timeouts``, an HTTP client's read timeout) is
+inserted at its place.  A batch whose deadline moves later while queued (an exchange still
+receiving, :meth:`Ledger.postpone`) only delays the expiry of those behind it, never
+hastens one.  A batch that closes early (complete, evicted, its body ended) stays queued and is
 skipped when it reaches the front (lazy deletion); closing pops it at once when it already
 is the front, which is the usual case for in-order traffic, so a healthy channel keeps an
 empty queue.  The queue is rebuilt from its open batches when closed ones outnumber them,
@@ -41,11 +44,22 @@ class Deadlines:
         return len(self._queue)
 
     def push(self, batch: Batch, live: int) -> None:
-        """Queue an opened batch; ``live`` is how many batches are open, for compaction."""
+        """Queue an opened batch; ``live`` is how many batches are open, for compaction.
+
+        Per-method timeouts (and an HTTP client's own read timeout) give batches different
+        timeouts, so a later batch may be due first: it is inserted in deadline order,
+        walking back from the end (no step at all for the usual equal timeouts).
+        """
         queue = self._queue
         if len(queue) > 2 * live + 64:
             self._queue = queue = deque(b for b in queue if b.open)
-        queue.append(batch)
+        at = len(queue)
+        while at and queue[at - 1].deadline > batch.deadline:
+            at -= 1
+        if at == len(queue):
+            queue.append(batch)
+        else:
+            queue.insert(at, batch)
 
     def closed(self) -> None:
         """A batch just closed: drop the closed batches at the front (amortized O(1))."""
@@ -72,7 +86,7 @@ class Deadlines:
                 yield batch
 
     def oldest(self) -> Batch | None:
-        """The open batch with the earliest deadline (the oldest: one timeout per ledger)."""
+        """The open batch with the earliest deadline (the one eviction takes first)."""
         queue = self._queue
         while queue:
             self.examined += 1

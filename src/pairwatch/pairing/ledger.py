@@ -103,18 +103,34 @@ class Ledger:
         self._held: Batch | None = None  # a bound [] awaiting proof that this is JSON-RPC
 
     # ------------------------------------------------------------------ sending
-    def sent(self, payload: Payload, context: object = None) -> Batch | None:
-        """Register a payload the client wrote; return the batch it opened, if any."""
+    def sent(
+        self, payload: Payload, context: object = None, timeout: float | None = None
+    ) -> Batch | None:
+        """Register a payload the client wrote; return the batch it opened, if any
+        (``timeout``: this batch's default, e.g. an HTTP client's own read timeout)."""
         closed: list[Batch] = []
         with self._lock:
             now = self._clock()
             self._expire(now, closed)
-            batch = self._register(payload, now, context, closed)
+            batch = self._register(payload, now, context, closed, timeout)
         self._emit(closed)
         return batch
 
+    def postpone(self, timeout: float) -> None:
+        """Push every open batch's deadline to ``timeout`` from now (never earlier): an HTTP
+        client restarts its read timeout per chunk, and the books must not give up first."""
+        with self._lock:
+            deadline = self._clock() + timeout
+            for batch in self._open.values():
+                batch.deadline = max(batch.deadline, deadline)
+
     def _register(
-        self, payload: Payload, now: float, context: object, closed: list[Batch]
+        self,
+        payload: Payload,
+        now: float,
+        context: object,
+        closed: list[Batch],
+        timeout: float | None = None,
     ) -> Batch | None:
         keys, methods, notifications, invalid = read_sent(payload, self._inbound)
         if not payload.is_batch and not keys and not notifications and invalid is None:
@@ -123,7 +139,7 @@ class Ledger:
         batch = Batch(self._seq, payload.is_batch, payload.size, keys, methods, now, context)
         batch.notifications = notifications
         batch.invalid_requests = invalid
-        batch.deadline = now + self.limits.timeout
+        batch.deadline = now + self.limits.timeout_for(methods, timeout)
         if self._bound:  # only an exchange attributes replies to its last batch; a stream
             self._last = batch  # must not keep a closed batch (and its lists) alive
             self._drop_held()  # a [] whose exchange moved on without a reply: nothing
@@ -326,6 +342,20 @@ class Ledger:
                 self._finish(batch, reason, closed)
             self._deadlines.clear()
         self._emit(closed)
+
+    def withdraw(self) -> None:
+        """Forget every open batch uncounted: a 202 or a redirect says its requests are
+        answered on another channel, where they are counted (else twice, once as missing)."""
+        with self._lock:
+            self._drop_held()
+            for batch in list(self._open.values()):
+                batch.open = False
+                del self._open[batch.seq]
+                self._budget.release(
+                    batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
+                )
+                self._table.release(batch)
+            self._deadlines.clear()
 
     def close_batch(self, batch: Batch, reason: str) -> None:
         """Close one batch now: its caller stopped waiting (a client library's own timeout,

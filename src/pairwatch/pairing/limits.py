@@ -9,7 +9,9 @@ counted, never leaked, never silently dropped.
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 __all__ = ["DEFAULT_PENDING_BUDGET", "Limits", "PendingBudget", "process_budget"]
@@ -23,9 +25,16 @@ class Limits:
 
     ``late_ids`` and ``late_age`` bound the memory of ids that closed as missing by timeout
     (so that a reply to one reads as late, and a request reusing one as a client duplicate).
+
+    ``method_timeouts`` gives some methods their own timeout (``{"eth_getLogs": 120}``):
+    one slow method must not force a long timeout on every call, nor a short default turn
+    its legitimately long calls into missing replies.
     """
 
-    __slots__ = ("late_age", "late_ids", "max_open_batches", "max_pending_ids", "timeout")
+    __slots__ = (
+        "late_age", "late_ids", "max_open_batches", "max_pending_ids", "method_timeouts",
+        "timeout",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -34,12 +43,30 @@ class Limits:
         max_pending_ids: int = 65536,
         late_ids: int = 1024,
         late_age: float = 300.0,
+        method_timeouts: Mapping[str, float] | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_open_batches = max_open_batches
         self.max_pending_ids = max_pending_ids
         self.late_ids = late_ids
         self.late_age = late_age
+        self.method_timeouts: dict[str, float] = dict(method_timeouts or {})
+
+    def timeout_for(self, methods: Iterable[str | None], base: float | None = None) -> float:
+        """The timeout of a batch carrying ``methods``: the longest its requests are allowed.
+
+        ``base`` replaces ``timeout`` for methods without their own (an HTTP exchange passes
+        its client's read timeout, ``math.inf`` when the client waits forever).
+        """
+        timeout = self.timeout if base is None else base
+        table = self.method_timeouts
+        if table:
+            longest = -math.inf
+            for method in methods:
+                longest = max(longest, table.get(method, timeout) if method else timeout)
+            if longest > -math.inf:
+                return longest
+        return timeout
 
 
 class PendingBudget:

@@ -22,7 +22,7 @@ from opentelemetry import propagate, trace
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options, telemetry_for
-from pairwatch.integrations._exchange import request_payload
+from pairwatch.integrations._request import request_payload
 from pairwatch.integrations._stream import MAX_BODY, Tap
 
 __all__ = ["APP_ERROR", "Exchange", "counter", "parent_context", "server_name"]

@@ -1,0 +1,119 @@
+"""A response body as the client reads it (its charset), and the bytes every tap may hold.
+
+Charset: one Latin-1 byte inside one string result used to fail the strict UTF-8 decode of
+the whole body, and every response in it counted as missing, while ``requests``'
+``.json()`` returned them all.  A body is decoded as the client would: with the charset the
+``Content-Type`` declares, else as JSON text (UTF-8, or UTF-16/32 recognised by their
+leading bytes, as ``json.loads`` does), and a byte that is not valid there becomes U+FFFD
+instead of failing the body.  The strict UTF-8 attempt comes first: healthy bodies pay
+nothing extra.
+
+Budget: each body is capped (``MAX_BODY``), but a process with hundreds of slow exchanges
+could still buffer hundreds of such bodies.  :class:`BodyBudget` caps the bytes all taps
+buffer together; a body that does not fit stops being buffered and closes as missing with
+reason ``body_too_large`` (the caller is unaffected: pairwatch only drops its copy).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import threading
+from typing import Final
+
+from pairwatch.pairing import wire
+
+__all__ = [
+    "DEFAULT_BODY_BUDGET",
+    "BodyBudget",
+    "body_budget",
+    "charset_of",
+    "parse_body",
+]
+
+DEFAULT_BODY_BUDGET: Final = 256 * 1024 * 1024
+"""Bytes buffered by every HTTP tap of the process together: 256 MiB."""
+
+_UTF8: Final = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a Content-Type, normalised to a Python codec name, or
+    None when absent or unknown to Python (the body is then read as JSON text)."""
+    if not content_type:
+        return None
+    for param in str(content_type).split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            value = value.strip().strip("\"'").lower()
+            try:
+                return codecs.lookup(value).name if value else None
+            except LookupError:
+                return None
+    return None
+
+
+def parse_body(body: bytes, charset: str | None) -> tuple[wire.Payload, bytes | str]:
+    """Classify a received body decoded as its client reads it; also return what was parsed
+    (bytes when they decoded as they are, else the text)."""
+    if charset is not None and charset not in _UTF8 and charset != "utf-8":
+        text = body.decode(charset, "replace")
+        return wire.parse(text, wire.Kind.RESULT), text
+    payload = wire.parse(body, wire.Kind.RESULT)
+    if payload.unparseable != "not_utf8":
+        return payload, body
+    try:
+        detected = json.detect_encoding(body)
+    except Exception:
+        detected = "utf-8"
+    text = body.decode(charset or detected, "replace")
+    return wire.parse(text, wire.Kind.RESULT), text
+
+
+class BodyBudget:
+    """Bytes held by every tap's buffer in the process, against one limit.
+
+    Charged per chunk as a tap buffers it and released when its body ends or is dropped;
+    first come, first served (a body already buffering is never cut for a newer one).
+    """
+
+    __slots__ = ("_lock", "_used", "limit")
+
+    def __init__(self, limit: int = DEFAULT_BODY_BUDGET) -> None:
+        self.limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    def take(self, n: int) -> bool:
+        """Charge ``n`` bytes if they fit; False (and nothing charged) if they do not."""
+        with self._lock:
+            if self._used + n > self.limit:
+                return False
+            self._used += n
+            return True
+
+    def release(self, n: int) -> None:
+        if n:
+            with self._lock:
+                self._used = max(0, self._used - n)
+
+    def reset(self) -> None:
+        """A forked child starts with a fresh lock and nothing charged: the parent's bodies
+        are the parent's to read (and a lock held mid-fork would never be released)."""
+        self._lock = threading.Lock()
+        self._used = 0
+
+
+_budget = BodyBudget()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_budget.reset)
+
+
+def body_budget() -> BodyBudget:
+    """The budget every HTTP tap shares (tests lower its ``limit``)."""
+    return _budget

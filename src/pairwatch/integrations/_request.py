@@ -1,0 +1,207 @@
+"""The parts of one HTTP exchange that every library shares: the request and its payload,
+the exchange record and the tap it hands out, and what a response status says.
+
+Split from the skeleton (:mod:`pairwatch.integrations._exchange`, which re-exports these
+names) so that each module has one job: this one says *what* an exchange is; the skeleton
+says *when* each step runs around a library's send method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pairwatch import guard
+from pairwatch.channel import Channel, Options
+from pairwatch.integrations._decoders import Chosen
+from pairwatch.integrations._stream import MAX_BODY, Tap
+from pairwatch.pairing import wire
+
+__all__ = [
+    "REDIRECTS",
+    "Exchange",
+    "Request",
+    "Streamed",
+    "answered_elsewhere",
+    "decoded_payload",
+    "host_of",
+    "request_payload",
+    "start_exchange",
+]
+
+
+def host_of(url: object) -> str | None:
+    """The host name of a URL object or string, or None; never raises."""
+    try:
+        host = getattr(url, "host", None)
+        if isinstance(host, str):
+            return host or None
+        from urllib.parse import urlsplit
+
+        return urlsplit(str(url)).hostname
+    except Exception:
+        return None
+
+
+def request_payload(body: object) -> wire.Payload | None:
+    """Classify a request body when, and only when, it looks like JSON-RPC.
+
+    The sniff looks at one character and one substring, so the common case (not JSON-RPC)
+    costs well under a microsecond and parses nothing.
+    """
+    if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
+        return None
+    parsed = wire.parse(body, wire.Kind.REQUEST)
+    if not parsed.size and not parsed.empty_batch:
+        return None
+    return parsed  # [] too: the ledger holds it until its reply shows JSON-RPC
+
+
+def decoded_payload(value: object) -> wire.Payload | None:
+    """Like :func:`request_payload` for a body the caller passed as a JSON object."""
+    if isinstance(value, dict):
+        looks = "jsonrpc" in value
+    elif isinstance(value, list):
+        looks = not value or (isinstance(value[0], dict) and "jsonrpc" in value[0])
+    else:
+        looks = False
+    if not looks:
+        return None
+    parsed = wire.parse(value)
+    return parsed if parsed.messages or parsed.empty_batch else None
+
+
+def start_exchange(
+    payload: wire.Payload,
+    options: Options,
+    integration: str,
+    host: str | None,
+    raw: object = None,
+    read_timeout: float | None = None,
+) -> Channel:
+    """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
+    the body as sent, is read only when payload capture is on).
+
+    ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
+    waits that long instead of :attr:`Options.timeout`, so a long call the client still
+    awaits is not counted missing.  None: the client's setting is unknown.
+    """
+    channel = Channel(
+        transport="http",
+        integration=integration,
+        server_address=host or None,
+        bound=True,
+        options=options,
+    )
+    channel.sent_parsed(payload, raw, read_timeout)
+    return channel
+
+
+REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+
+
+def answered_elsewhere(status: object, location: object) -> bool:
+    """Whether a response says the request is answered on another channel: 202 Accepted
+    (the reply comes on a stream), or a redirect (the request is sent again)."""
+    return status == 202 or (status in REDIRECTS and bool(location))
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a library's send call carries: the body as sent and where it goes.
+
+    ``decoded`` marks a body handed over as a JSON object (aiohttp's ``json=``) rather than
+    bytes or text.  ``parsed`` is the payload when the integration already knows it (a
+    redirected request whose body is a stream pairwatch must not read).  ``read_timeout``
+    is the client's own for this call: seconds, ``math.inf`` for none, None when unknown.
+    """
+
+    body: object
+    url: object
+    decoded: bool = False
+    parsed: wire.Payload | None = None
+    read_timeout: float | None = None
+    headers: Any = None
+    """The library's own mutable header mapping of this request, where trace context can be
+    added (None where the library keeps none pairwatch may write to)."""
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One tracked HTTP exchange: its bound channel and the payload sent on it."""
+
+    channel: Channel
+    payload: wire.Payload
+    read_timeout: float | None = None
+    raw: object = None
+
+    def tap(
+        self,
+        content_type: str | None,
+        encoding: str | None,
+        *,
+        decoder: Chosen | None = None,
+        status: object = None,
+        location: object = None,
+    ) -> Tap:
+        """A tap for the response body; a batch sent may come back one element per event.
+
+        ``decoder`` is built from the client library's own content decoders; without one,
+        ``encoding`` gets the standard library's gzip and deflate.
+        """
+        return Tap(
+            self.channel,
+            content_type,
+            encoding,
+            batch_sent=self.payload.is_batch,
+            decoder=decoder,
+            elsewhere=answered_elsewhere(status, location),
+            read_timeout=self.read_timeout,
+        )
+
+    def close(self, reason: str) -> None:
+        guard.shielded("close_" + reason, self.channel.close, reason)
+
+
+class Streamed:
+    """A request body the library sends as a stream (a generator, a file): pairwatch sees a
+    copy of each chunk as it goes out, and the exchange opens when the body has been sent.
+
+    Only what could be JSON text is kept (the first byte must open an object or array) and
+    at most ``MAX_BODY`` bytes of it, so an upload costs one look at its first chunk.
+    """
+
+    __slots__ = ("_chunks", "_open", "_size", "dead", "exchange")
+
+    def __init__(self, open_exchange: Callable[[wire.Payload, bytes], Exchange]) -> None:
+        self._open = open_exchange
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.dead = False
+        self.exchange: Exchange | None = None
+
+    def chunk(self, data: bytes) -> None:
+        if self.dead or not data:
+            return
+        if not self._size:
+            head = data.lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+            if head and head not in (b"{", b"["):
+                self.dead = True
+                return
+        self._size += len(data)
+        if self._size > MAX_BODY:
+            self.dead, self._chunks = True, []
+            return
+        self._chunks.append(bytes(data))
+
+    def end(self) -> None:
+        """The body was sent whole: open the exchange if it was JSON-RPC."""
+        if self.dead or self.exchange is not None:
+            return
+        self.dead = True
+        body = b"".join(self._chunks)
+        self._chunks = []
+        payload = request_payload(body)
+        if payload is not None:
+            self.exchange = self._open(payload, body)
