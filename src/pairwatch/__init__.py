@@ -21,6 +21,14 @@ A JSON-RPC server keeps its own side of the same books (labelled ``pairwatch.sid
     app = pairwatch.PairwatchMiddleware(app)             # ASGI: Starlette, FastMCP, ...
     app = pairwatch.PairwatchWSGIMiddleware(app)         # WSGI: Flask, waitress, ...
 
+To stop observing at run time (a kill switch for an incident, or a benchmark)::
+
+    pairwatch.disable()      # every wrapper passes straight through; nothing is counted
+    pairwatch.enable()
+
+Settings also come from the environment (``PAIRWATCH_TIMEOUT``, ``PAIRWATCH_SPANS``...,
+see :mod:`pairwatch.config`); arguments given in code win.
+
 For clients no integration covers, feed a channel by hand::
 
     channel = pairwatch.open_channel(transport="websocket")
@@ -33,12 +41,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pairwatch import config as _config
+from pairwatch import forks as _forks  # noqa: F401 - registers the fork hooks
 from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
 from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
 from pairwatch.pairing import diagnosis
+from pairwatch.switch import disable, enable, is_enabled
+
+if _config.starts_disabled():  # PAIRWATCH_ENABLED=false, or OTEL_SDK_DISABLED=true
+    disable()
 
 __all__ = [
     "Channel",
@@ -47,8 +61,11 @@ __all__ = [
     "PairwatchWSGIMiddleware",
     "__version__",
     "diagnosis",
+    "disable",
+    "enable",
     "flush",
     "instrument",
+    "is_enabled",
     "is_instrumented",
     "open_channel",
     "serve_metrics",

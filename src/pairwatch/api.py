@@ -7,6 +7,8 @@ can wrap an expression: ``client = pairwatch.instrument(httpx.Client())``.
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import warnings
 import weakref
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import metrics, trace
 
-from pairwatch import guard
+from pairwatch import config, guard
 from pairwatch.channel import Options
 from pairwatch.integrations import REGISTRY, Handle
 
@@ -26,6 +28,17 @@ _handles: dict[int, tuple[Ref, Handle]] = {}
 """id(client) -> (a reference to the client, its handle).  Weak where the client allows it,
 so instrumenting never keeps a client alive; an entry goes when its client is collected."""
 _lock = threading.RLock()  # re-entrant: a weakref callback may run inside a locked section
+_lock_box = [_lock]  # what weakref callbacks hold, so a forked child's new lock reaches them
+
+
+def _renew_lock_in_child() -> None:
+    # A thread of the parent may have been inside instrument() when another forked.
+    global _lock
+    _lock = _lock_box[0] = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock_in_child)
 
 
 def _reference(client: object) -> Ref:
@@ -38,11 +51,11 @@ def _reference(client: object) -> Ref:
     fails, since an exception there could only be printed to stderr at exit.
     """
     key = id(client)
-    handles, lock, shielded = _handles, _lock, guard.shielded
+    handles, box, shielded = _handles, _lock_box, guard.shielded
 
     def forget(ref: object) -> None:
         try:
-            with lock:
+            with box[0]:
                 entry = handles.get(key)
                 if entry is None or entry[0] is not ref:
                     return
@@ -68,18 +81,32 @@ OPTION_NAMES: frozenset[str] = frozenset(Options.__dataclass_fields__)
 """Every keyword ``instrument`` and the global instrumentor take as an :class:`Options` field."""
 
 
-def _options(
-    meter_provider: metrics.MeterProvider | None,
-    tracer_provider: trace.TracerProvider | None,
-    timeout: float,
-    options: dict[str, Any],
-) -> Options:
-    unknown = set(options) - OPTION_NAMES
+def build_options(explicit: dict[str, Any]) -> Options:
+    """:class:`Options` from the ``PAIRWATCH_*`` environment, overridden by ``explicit``.
+
+    ``None`` in ``explicit`` means "not given" (so ``timeout=None`` falls back to the
+    environment, then to the default).  Unknown names raise ``TypeError`` at set-up time.
+    """
+    unknown = set(explicit) - OPTION_NAMES
     if unknown:
         raise TypeError(f"unknown pairwatch option(s): {', '.join(sorted(unknown))}")
-    return Options(
-        meter_provider=meter_provider, tracer_provider=tracer_provider, timeout=timeout, **options
-    )
+    return Options(**config.merged(explicit))
+
+
+_said_disabled = False
+
+
+def _disabled_by_env() -> bool:
+    """``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names pairwatch: install nothing (said once)."""
+    global _said_disabled
+    if not config.instrumentation_disabled():
+        return False
+    if not _said_disabled:
+        _said_disabled = True
+        logging.getLogger("pairwatch").info(
+            "pairwatch: OTEL_PYTHON_DISABLED_INSTRUMENTATIONS names pairwatch; not instrumenting"
+        )
+    return True
 
 
 def instrument(
@@ -87,7 +114,7 @@ def instrument(
     *,
     meter_provider: metrics.MeterProvider | None = None,
     tracer_provider: trace.TracerProvider | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
     send: str | None = None,
     receive: str | None = None,
     close: str | None = None,
@@ -96,7 +123,10 @@ def instrument(
     """Instrument ``client`` in place and return it.
 
     Providers default to the global ones.  ``timeout`` closes batches whose responses are
-    overdue (they count as missing).  ``send``/``receive``/``close`` select the generic
+    overdue (they count as missing; 30 s unless ``PAIRWATCH_TIMEOUT`` says otherwise).
+    Options not given here come from the ``PAIRWATCH_*`` environment
+    (:mod:`pairwatch.config`); when ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names pairwatch
+    the client is returned as it is.  ``send``/``receive``/``close`` select the generic
     integration for objects no built-in integration knows.  Other keyword options are
     :class:`pairwatch.Options` fields (``spans=False``, ``max_pending_ids=...``,
     ``repair=True`` where the integration supports it).
@@ -104,7 +134,16 @@ def instrument(
     Instrumenting twice is a no-op with a warning.  An object nobody knows how to instrument
     raises ``TypeError`` here, at set-up, never later inside the client.
     """
-    opts = _options(meter_provider, tracer_provider, timeout, options)
+    opts = build_options(
+        {
+            **options,
+            "meter_provider": meter_provider,
+            "tracer_provider": tracer_provider,
+            "timeout": timeout,
+        }
+    )
+    if _disabled_by_env():
+        return client
     with _lock:
         if _entry(client) is not None:
             warnings.warn(

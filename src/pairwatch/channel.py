@@ -18,7 +18,7 @@ from typing import Any, Final
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
-from pairwatch import guard, sweeper
+from pairwatch import guard, sweeper, switch
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
@@ -94,6 +94,11 @@ class Options:
 
 
 _telemetry: Final = TelemetryCache()
+
+
+def telemetry_cache() -> TelemetryCache:
+    """The process's one cache (for :mod:`pairwatch.forks`, which renews its locks)."""
+    return _telemetry
 
 
 def telemetry_for(options: Options) -> Telemetry:
@@ -232,8 +237,8 @@ class Channel:
     """
 
     __slots__ = (
-        "__weakref__", "_capture", "_closed", "_labels", "_parse", "_sink", "ledger", "options",
-        "telemetry",
+        "__weakref__", "_bound", "_capture", "_closed", "_labels", "_parse", "_sink", "ledger",
+        "options", "telemetry",
     )  # fmt: skip
 
     def __init__(
@@ -258,6 +263,7 @@ class Channel:
         self._sink = _Sink(
             self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture
         )
+        self._bound = bound
         self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
         self._parse = wire.parse
         self._closed = False
@@ -266,6 +272,8 @@ class Channel:
 
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
+        if not switch.on:  # pairwatch.disable(): nothing is recorded
+            return None
         try:
             parsed = self._parse(payload, wire.Kind.REQUEST)
         except Exception as exc:
@@ -285,6 +293,8 @@ class Channel:
         :attr:`Options.timeout` for this batch (an HTTP client's own read timeout); ``parent``
         is the batch span's parent instead of the current context (the server middleware's
         propagated ``traceparent``)."""
+        if not switch.on:  # pairwatch.disable(): nothing is recorded
+            return None
         try:
             ctx = None
             if self.telemetry.spans:
@@ -309,6 +319,8 @@ class Channel:
 
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
+        if not switch.on:
+            return
         try:
             parsed = self._parse(payload, wire.Kind.RESULT)
         except Exception as exc:
@@ -317,6 +329,8 @@ class Channel:
         self.received_parsed(parsed, payload)
 
     def received_parsed(self, payload: wire.Payload, raw: object = None) -> None:
+        if not switch.on:
+            return
         try:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)  # before pairing: pairing may close the batch
@@ -353,6 +367,13 @@ class Channel:
             self.ledger.close_batch(batch, reason)
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
+
+    def after_fork(self) -> None:
+        """In a forked child: drop the inherited books unrecorded (the parent counts those
+        requests; the child would count each again as missing) and their lock with them."""
+        self.ledger = Ledger(
+            self._sink, clock=self.options.clock, limits=self.options.limits(), bound=self._bound
+        )
 
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""

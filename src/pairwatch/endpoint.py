@@ -9,10 +9,12 @@ it as often as they like.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.view import View
 
 from pairwatch.otel import exposition
 
@@ -62,13 +64,19 @@ class MetricsEndpoint:
         return f"<MetricsEndpoint {self.url} {state}>"
 
 
-def serve_metrics(port: int = 9464, addr: str = "127.0.0.1") -> MetricsEndpoint:
+def serve_metrics(
+    port: int = 9464, addr: str = "127.0.0.1", *, views: Iterable[View] = ()
+) -> MetricsEndpoint:
     """Serve pairwatch's metrics for a Prometheus scrape; return the endpoint.
 
     Pass ``endpoint.meter_provider`` to :func:`pairwatch.instrument`.  Binds loopback unless
     told otherwise, so metrics leave the machine only at the user's choice; ``port=0`` lets
     the OS pick a free port (read it from ``endpoint.port``).  A port in use raises
     ``OSError`` here, at start-up, where the application can choose what to do.
+
+    The application may use the same provider for its own meters: every OpenTelemetry point
+    kind is served (sums, gauges, explicit and exponential histograms; an exponential one as
+    classic buckets at its own boundaries).  ``views`` are SDK views for that provider.
     """
-    provider, server = exposition.serve(port, addr)
+    provider, server = exposition.serve(port, addr, views=views)
     return MetricsEndpoint(provider, server, addr)

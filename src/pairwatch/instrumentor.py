@@ -29,7 +29,8 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
-from pairwatch.api import OPTION_NAMES
+from pairwatch import config
+from pairwatch.api import OPTION_NAMES, build_options
 from pairwatch.channel import Options
 from pairwatch.integrations import KNOWN
 from pairwatch.integrations._patch import Patches
@@ -63,7 +64,10 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     Keyword arguments of ``instrument()`` are :class:`pairwatch.Options` fields
     (``meter_provider``, ``tracer_provider``, ``timeout``, ``spans``...); others that
-    OpenTelemetry's auto-instrumentation passes along are ignored.
+    OpenTelemetry's auto-instrumentation passes along are ignored.  Fields not given come
+    from the ``PAIRWATCH_*`` environment (:mod:`pairwatch.config`), as for
+    ``pairwatch.instrument``.  When ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names
+    pairwatch, ``instrument()`` wraps nothing, whoever calls it.
     """
 
     _lock = threading.Lock()
@@ -73,9 +77,11 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _instrument(self, **kwargs: Any) -> None:
         settings = {k: v for k, v in kwargs.items() if k in OPTION_NAMES}
-        self._options = Options(**settings)
+        self._options = build_options(settings)
         self._wrapped: list[tuple[type, str]] = []
         self._patches = Patches()
+        if config.instrumentation_disabled():
+            return
         with self._lock:
             for known in KNOWN:
                 if not any(_installed(root) for root in known.roots):

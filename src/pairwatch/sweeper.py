@@ -2,10 +2,17 @@
 
 Split from :mod:`pairwatch.channel`: it knows channels only as things with open batches to
 expire, which keeps it free of the channel's imports and the channel module one job.
+
+It is also the registry of the process's long-lived channels, which is what a forked child
+needs: after ``fork()`` the child's channels drop the books they inherited (those requests
+were sent by the parent, which pairs and counts them), the sweeper's lock is new, and its
+thread (which did not survive the fork) starts again.  The process-wide locks and the
+pending-id budget are :mod:`pairwatch.forks`'s job.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -26,6 +33,8 @@ class Expirable(Protocol):
     def ledger(self) -> _Books: ...
 
     def expire(self) -> None: ...
+
+    def after_fork(self) -> None: ...
 
 
 class _Sweeper:
@@ -68,6 +77,21 @@ class _Sweeper:
         with self._lock:
             return list(self._channels)
 
+    def before_fork(self) -> None:
+        self._lock.acquire()
+
+    def after_fork_in_parent(self) -> None:
+        self._lock.release()
+
+    def after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()
+        self._thread = None
+        channels = list(self._channels)
+        for channel in channels:
+            channel.after_fork()
+        if channels:
+            self.watch(channels[0])  # restart the thread: idle channels still time out
+
 
 SWEEPER = _Sweeper()
 """The process's one sweeper thread (started by the first channel it watches)."""
@@ -76,3 +100,11 @@ SWEEPER = _Sweeper()
 def watch(channel: Expirable) -> None:
     """Expire ``channel``'s timed-out batches about once a second, while it lives."""
     SWEEPER.watch(channel)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=SWEEPER.before_fork,
+        after_in_parent=SWEEPER.after_fork_in_parent,
+        after_in_child=SWEEPER.after_fork_in_child,
+    )

@@ -94,3 +94,23 @@ def test_a_wsgi_body_the_server_stops_taking_closes_as_stream_dropped(otel):
     (missing,) = otel.attrs("batch.missing_response")
     assert missing["pairwatch.close_reason"] == "stream_dropped"
     assert missing["server.address"] == "127.0.0.1"
+
+
+def test_the_off_switch_lets_every_exchange_pass_uncounted(otel):
+    app = pairwatch.PairwatchWSGIMiddleware(wsgi_app, meter_provider=otel.meter_provider)
+    body = json.dumps([call(0), call(1, "drop")]).encode()
+    environ: dict[str, object] = {
+        "REQUEST_METHOD": "POST",
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+    setup_testing_defaults(environ)
+    pairwatch.disable()
+    try:
+        result = app(environ, lambda status, headers, *rest: None)
+        assert b"".join(result) == answer_body(body)
+        assert isinstance(environ["wsgi.input"], io.BytesIO)  # not even the reader went in
+    finally:
+        pairwatch.enable()
+    pairwatch.flush()
+    assert otel.counters(zeros=True) == {}

@@ -35,7 +35,7 @@ from typing import Any
 import wrapt
 from opentelemetry import context as otel_context
 
-from pairwatch import guard
+from pairwatch import guard, switch
 from pairwatch.integrations import MISSING, Handle, hold
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -69,8 +69,9 @@ def _is_mock(original: object) -> bool:
 
 
 def passes_through(original: object) -> bool:
-    """Whether a call must reach ``original`` untouched (suppressed, or a mock)."""
-    return not instrumentation_enabled() or _is_mock(original)
+    """Whether a call must reach ``original`` untouched (``pairwatch.disable()``,
+    suppressed, or a mock); the off switch is read first, so disabled costs one flag check."""
+    return not switch.on or not instrumentation_enabled() or _is_mock(original)
 
 
 def _through_class(obj: object, name: str) -> Any:

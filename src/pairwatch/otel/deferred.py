@@ -25,12 +25,20 @@ Who drains the queue, so that readers always see complete data:
 
 One lock is held while an item is recorded, so a collection that arrives mid-item waits
 for it: nothing is half-recorded when a reader looks.
+
+Fork safety (gunicorn ``--preload``, ``multiprocessing`` with the fork start method): the
+lock is held across ``fork()``; the child empties its copy of the queue (the parent records
+those items), gets new locks, and starts its own drain thread on its first batch.  A child
+that ends with ``os._exit`` loses only what it queued since its last drain, at most
+:data:`MAX_AGE` seconds' worth, unless it calls :func:`flush` first (``multiprocessing``
+children flush through its exit finalizers; a killed process flushes nothing).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import time
 import weakref
@@ -133,17 +141,40 @@ def _run() -> None:
             _drain()
 
 
-def _after_fork() -> None:
-    # The child has no drain thread (only the forking thread survives) and must not inherit
-    # a lock some other thread held at fork time.
-    global _thread, _lock, _start_lock
+def _before_fork() -> None:
+    # Hold the drain lock across fork(): no item is half-recorded in the parent's SDK state
+    # that the child copies, and the child's copy of the lock is never held by a thread it
+    # does not have.  Released in both processes right after.
+    _lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _lock.release()
+
+
+def _after_fork_in_child() -> None:
+    """The child starts with an empty queue, fresh locks and no drain thread.
+
+    What the parent queued belongs to the parent (it records it itself); recording it here
+    too would count every batch once per worker.  The drain thread did not survive the fork
+    (only the forking thread does); :func:`submit` starts a new one on the child's first
+    batch, and then also registers the exit flush with multiprocessing's finalizers (a
+    ``multiprocessing`` child ends with ``os._exit``, which skips ``atexit``).
+    """
+    global _thread, _lock, _start_lock, _last_submit, _first_queued
+    _items.clear()
     _thread = None
     _lock = threading.RLock()
     _start_lock = threading.Lock()
+    _last_submit = _first_queued = 0.0
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def _start() -> None:
@@ -153,5 +184,11 @@ def _start() -> None:
             # Registered now, after the providers the first batch uses were created, so it
             # runs before their own exit hooks shut them down (atexit is last-in, first-out).
             atexit.register(flush)
+            # A multiprocessing child ends with os._exit (no atexit) after running its
+            # finalizers; it clears the ones inherited from the parent after the fork, so
+            # this runs here, at the child's first batch, not in the fork hook.
+            util = sys.modules.get("multiprocessing.util")
+            if util is not None:
+                util.Finalize(None, flush, exitpriority=10)
             _thread = threading.Thread(target=_run, name="pairwatch-telemetry", daemon=True)
             _thread.start()

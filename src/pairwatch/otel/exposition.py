@@ -17,12 +17,15 @@ Usage::
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
+    ExponentialHistogram,
+    ExponentialHistogramDataPoint,
     Histogram,
     HistogramDataPoint,
     MetricReader,
@@ -35,7 +38,7 @@ from prometheus_client.registry import Collector
 
 from pairwatch.otel.vocabulary import label_name, prometheus_name
 
-__all__ = ["PrometheusReader", "prometheus_name", "serve"]
+__all__ = ["PrometheusReader", "prometheus_name", "serve", "translate"]
 
 
 def _labels(attributes: Any) -> dict[str, str]:
@@ -71,12 +74,14 @@ class PrometheusReader(MetricReader):
         for resource_metrics in data.resource_metrics:
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
-                    yield from _translate(
+                    yield from translate(
                         metric.name, metric.unit or "", metric.description or "", metric.data
                     )
 
 
-def _translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
+def translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
+    """One OpenTelemetry metric as Prometheus families (the names and samples a scrape
+    shows); also what :mod:`pairwatch.otel.remote_write` pushes, so both routes agree."""
     base = prometheus_name(name, unit)
     if isinstance(data, Sum):
         kind = "counter" if data.is_monotonic else "gauge"
@@ -98,11 +103,44 @@ def _translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
             family.add_sample(base + "_count", labels, hp.count)
             family.add_sample(base + "_sum", labels, hp.sum)
         yield family
+    elif isinstance(data, ExponentialHistogram):
+        family = Metric(base, doc or name, "histogram")
+        for ep in data.data_points:
+            labels = _labels(ep.attributes)
+            for le, running in _exponential_buckets(ep):
+                family.add_sample(base + "_bucket", {**labels, "le": le}, running)
+            family.add_sample(base + "_bucket", {**labels, "le": "+Inf"}, ep.count)
+            family.add_sample(base + "_count", labels, ep.count)
+            family.add_sample(base + "_sum", labels, ep.sum)
+        yield family
     elif hasattr(data, "data_points"):  # gauges
         family = Metric(base, doc or name, "gauge")
         for point in data.data_points:
             family.add_sample(base, _labels(point.attributes), float(point.value))
         yield family
+
+
+def _exponential_buckets(point: ExponentialHistogramDataPoint) -> Iterator[tuple[str, int]]:
+    """(le, cumulative count) for an exponential histogram, as classic buckets.
+
+    Why classic: the text format prometheus-client writes has no native histograms, and
+    the application's own exponential histograms must not break a scrape (or vanish from
+    it).  Every exponential bucket boundary becomes one ``le``, so nothing is merged:
+    bucket ``i`` holds values in ``(base**i, base**(i+1)]`` with ``base = 2**(2**-scale)``;
+    negative buckets mirror it, and the zero bucket ends at ``le="0.0"``.
+    """
+    step = math.ldexp(1.0, -point.scale)  # log2(base)
+    running = 0
+    negative = point.negative
+    for k in range(len(negative.bucket_counts) - 1, -1, -1):
+        running += negative.bucket_counts[k]
+        yield _le(-math.pow(2.0, (negative.offset + k) * step)), running
+    running += point.zero_count
+    yield _le(0.0), running
+    positive = point.positive
+    for k, count in enumerate(positive.bucket_counts):
+        running += count
+        yield _le(math.pow(2.0, (positive.offset + k + 1) * step)), running
 
 
 def _le(bound: float) -> str:

@@ -82,6 +82,10 @@ class TelemetryCache:
             while self._dead:
                 self._entries.pop(self._dead.pop(), None)
 
+    def entries(self) -> list[Telemetry]:
+        """The cached instances, for :mod:`pairwatch.forks` (their limiters' locks)."""
+        return list(self._entries.values())
+
     def __len__(self) -> int:
         if self._dead:
             self._purge()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from pairwatch import guard
+from pairwatch import guard, switch
 from pairwatch.channel import Options
 from pairwatch.server.exchange import (
     APP_ERROR,
@@ -58,7 +58,7 @@ class PairwatchMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         exchange = None
-        if scope.get("type") == "http" and scope.get("method") == "POST":
+        if switch.on and scope.get("type") == "http" and scope.get("method") == "POST":
             exchange = self._exchange(scope)
         if exchange is None:
             await self.app(scope, receive, send)

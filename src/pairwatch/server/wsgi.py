@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pairwatch import guard
+from pairwatch import guard, switch
 from pairwatch.channel import Options
 from pairwatch.server.exchange import (
     APP_ERROR,
@@ -54,7 +54,8 @@ class PairwatchWSGIMiddleware:
         self.options = Options(**{**base.__dict__, **settings}) if settings else base
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        exchange = self._exchange(environ) if environ.get("REQUEST_METHOD") == "POST" else None
+        posted = switch.on and environ.get("REQUEST_METHOD") == "POST"
+        exchange = self._exchange(environ) if posted else None
         if exchange is None:
             return self.app(environ, start_response)
 
