@@ -8,6 +8,10 @@
 #                                    plus the npm packages the tests start (anvil, MCP servers)
 #                                    in tests/servers/node_modules, and mitmproxy in its own
 #                                    .venv-mitmproxy (its pins clash with the dev venv's)
+#   bash scripts/bootstrap.sh peers  dev, plus .venv-peers: the test dependencies of the MCP SDK's
+#                                    and web3.py's own suites (tests/peers/requirements.txt), in
+#                                    a venv of their own that sees the dev venv behind its own
+#                                    packages; scripts/peers.py runs those suites from it.
 # Sourced by scripts/demo.sh (demo) and scripts/test.sh (dev); PAIRWATCH_EXTRAS overrides.
 # Each set keeps its own stamp in .venv, so running the demo never makes the next test run
 # reinstall, and work is redone only when pyproject.toml (or, for dev, the npm manifests)
@@ -17,6 +21,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 python="${PAIRWATCH_PYTHON:-python3}"
 extras="${PAIRWATCH_EXTRAS:-${1:-dev}}"
+peers=false
+if [ "$extras" = peers ]; then peers=true; extras=dev; fi
 quiet=(-q --disable-pip-version-check)
 
 stamp_of() {  # what an install of extras $1 depends on
@@ -101,3 +107,21 @@ if [ ! -x .venv/bin/python ] || ! { current "$extras" || { [ "$extras" = demo ] 
   stamp_of "$extras" > ".venv/.pairwatch-stamp.$extras"
 fi
 if [ "$extras" = dev ]; then install_mitmproxy; fi
+
+install_peers() {
+  local stamp=.venv-peers/.pairwatch-stamp
+  local want
+  want="$(cat tests/peers/requirements.txt .venv/.pairwatch-stamp.dev | sha256sum | cut -c1-16)"
+  [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && return
+  echo "bootstrap: installing the peers' test dependencies into .venv-peers" >&2
+  [ -x .venv-peers/bin/python ] || "$python" -m venv .venv-peers
+  local dev_site peer_site
+  dev_site="$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])')"
+  peer_site="$(.venv-peers/bin/python -c 'import site; print(site.getsitepackages()[0])')"
+  echo "import site; site.addsitedir('$dev_site')" > "$peer_site/zz_pairwatch_dev.pth"
+  .venv-peers/bin/python -m pip install "${quiet[@]}" -r tests/peers/requirements.txt \
+    2> >(no_location_warnings)
+  echo "$want" > "$stamp"
+}
+
+if [ "$peers" = true ]; then install_peers; fi

@@ -4,12 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh dev
+# CI also runs the peers' suites (below), from their own venv
+if [ "${CI:-}" = true ]; then source scripts/bootstrap.sh peers; fi
 echo "== ruff" >&2
 .venv/bin/ruff check .
 echo "== mypy --strict src/" >&2
 .venv/bin/mypy
 echo "== pytest" >&2
 .venv/bin/python -m pytest "$@"
+# The MCP SDK's and web3.py's own client tests, bare and instrumented, in parallel (about
+# 2 minutes): the same tests must pass and pairwatch must count no fault outside
+# tests/peers/allowlist.txt.  CI only; locally: python scripts/peers.py [--only mcp]
+if [ "${CI:-}" = true ]; then
+  echo "== peers' suites" >&2
+  .venv/bin/python scripts/peers.py
+fi
 # A few seconds; fails only on a gross regression (a median above twice its target), so
 # that a noisy machine cannot fail CI.  The full table: python benchmarks/run.py
 echo "== benchmarks --short" >&2

@@ -52,8 +52,7 @@ def shared_objects() -> list[Any]:
 def _after_fork_in_child() -> None:
     for obj in shared_objects():
         renew_lock(obj)
-    budget = process_budget()
-    budget._used = 0  # the books that held those ids are dropped in the child
+    process_budget().reset()  # the books that held those ids are dropped in the child
 
 
 if hasattr(os, "register_at_fork"):

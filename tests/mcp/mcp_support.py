@@ -67,10 +67,11 @@ def serve(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iter
 
 @contextlib.contextmanager
 def sdk_http(*mode: str) -> Iterator[str]:
-    """The SDK server: () SSE replies, ("json",), ("json", "stateless"), or ("sse",)."""
+    """The SDK server: () SSE replies, ("json",), ("json", "stateless"), ("sse",), or
+    ("sse-drop",) (the SSE transport, dropping the ``dropped`` tool's reply)."""
     port = free_port()
-    if mode[:1] == ("sse",):
-        with serve([sys.executable, SDK_SERVER, "sse", str(port)], port):
+    if mode[:1] in (("sse",), ("sse-drop",)):
+        with serve([sys.executable, SDK_SERVER, mode[0], str(port)], port):
             yield f"http://127.0.0.1:{port}/sse"
         return
     with serve([sys.executable, SDK_SERVER, "http", str(port), *mode], port):

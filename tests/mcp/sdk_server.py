@@ -2,7 +2,8 @@
 
 ``python sdk_server.py`` serves stdio; ``python sdk_server.py http PORT [json] [stateless]``
 serves streamable HTTP on 127.0.0.1:PORT/mcp; ``python sdk_server.py sse PORT`` the old
-HTTP+SSE transport on /sse.  The tools cover what the pairing tests need: plain answers,
+HTTP+SSE transport on /sse (``sse-drop``: the same, minus the reply of the ``dropped`` tool).
+The tools cover what the pairing tests need: plain answers,
 slow answers (a server that stops answering), an exit mid-call (the stream ends), and
 requests the server sends to the client (sampling, ping).
 """
@@ -31,6 +32,23 @@ async def slow(seconds: float) -> str:
 
 
 @server.tool()
+async def long_call(seconds: float, ctx: Context) -> str:
+    """Says it started (so a test can act while it runs, without sleeping), then works."""
+    await ctx.info("started")
+    await anyio.sleep(seconds)
+    return "finished"
+
+
+DROP_MARK = "DROP-THIS-REPLY"
+
+
+@server.tool()
+def dropped() -> str:
+    """Answered by the server; the ``sse-drop`` mode removes the reply from the SSE stream."""
+    return DROP_MARK
+
+
+@server.tool()
 def exit_now() -> str:
     os._exit(0)  # the server dies mid-call: the client's stream ends
 
@@ -54,6 +72,22 @@ async def ping_client(ctx: Context) -> str:
     return "pinged"
 
 
+def drop_marked_events(app):  # type: ignore[no-untyped-def]
+    """An ASGI wrapper that drops every SSE event carrying :data:`DROP_MARK`: the server
+    answered, the stream stays open, and the reply never reaches the client."""
+
+    async def wrapped(scope, receive, send):  # type: ignore[no-untyped-def]
+        async def filtered(message):  # type: ignore[no-untyped-def]
+            body = message.get("body", b"")
+            if message.get("type") == "http.response.body" and DROP_MARK.encode() in body:
+                message = {**message, "body": b""}
+            await send(message)
+
+        await app(scope, receive, filtered)
+
+    return wrapped
+
+
 def main(argv: list[str]) -> None:
     if not argv:
         server.run()  # stdio
@@ -61,7 +95,9 @@ def main(argv: list[str]) -> None:
     import uvicorn
 
     port = int(argv[1])
-    if argv[0] == "sse":
+    if argv[0] == "sse-drop":
+        app = drop_marked_events(server.sse_app())
+    elif argv[0] == "sse":
         app = server.sse_app()
     else:
         app = server.streamable_http_app(

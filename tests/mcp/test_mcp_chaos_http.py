@@ -21,6 +21,7 @@ from otel_support import Otel
 
 import pairwatch
 from pairwatch.chaos import ChaosServer, Fault, FaultScript
+from pairwatch.instrumentor import PairwatchInstrumentor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -77,6 +78,25 @@ async def run_fault(url: str, otel: Otel, key: tuple[str, str], seen: dict) -> N
 
 
 async def test_each_http_fault_is_counted_exactly(upstream):
+    await each_fault_counted_exactly(upstream)
+
+
+async def test_each_http_fault_is_counted_once_with_every_client_instrumented(upstream):
+    """The global instrumentor on as well (httpx2 wrapped class-wide): the transport's
+    exchanges are the session's, so the HTTP integration counts none of them."""
+    http_level = Otel()
+    instrumentor = PairwatchInstrumentor()
+    instrumentor.instrument(
+        meter_provider=http_level.meter_provider, tracer_provider=http_level.tracer_provider
+    )
+    try:
+        await each_fault_counted_exactly(upstream)
+    finally:
+        instrumentor.uninstrument()
+    assert http_level.counters(zeros=True) == {}
+
+
+async def each_fault_counted_exactly(upstream: str) -> None:
     otels = {key: Otel() for key in EXPECTED}
     seen: dict[tuple[str, str], object] = {}
     proxies = []

@@ -10,7 +10,7 @@ from otel_support import FakeClock
 
 from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger
-from pairwatch.pairing.limits import Limits, PendingBudget
+from pairwatch.pairing.limits import Budget, Limits
 from pairwatch.pairing.records import Batch, Tally
 
 
@@ -55,7 +55,7 @@ def books(
     *,
     bound: bool = False,
     timeout: float = 5.0,
-    budget: PendingBudget | None = None,
+    budget: Budget | None = None,
     **limits: Any,
 ) -> Books:
     sink, clock = Recorder(), FakeClock()
@@ -64,7 +64,7 @@ def books(
         clock=clock,
         limits=Limits(timeout=timeout, **limits),
         bound=bound,
-        budget=budget or PendingBudget(),
+        budget=budget or Budget(),
     )
     return Books(ledger, sink, clock)
 

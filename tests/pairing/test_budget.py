@@ -10,7 +10,7 @@ from otel_support import FakeClock, Otel
 
 import pairwatch
 from pairwatch import Options
-from pairwatch.pairing.limits import DEFAULT_PENDING_BUDGET, PendingBudget, process_budget
+from pairwatch.pairing.limits import DEFAULT_PENDING_BUDGET, Budget, process_budget
 
 
 def test_default_budget_is_stated_and_shared():
@@ -20,7 +20,7 @@ def test_default_budget_is_stated_and_shared():
 
 
 def test_channels_share_the_budget_and_a_channel_evicts_its_own_oldest():
-    budget = PendingBudget(10)
+    budget = Budget(10)
     a = books(budget=budget)
     c = books(budget=budget)
     a.sent([req(i) for i in range(6)])
@@ -35,7 +35,7 @@ def test_channels_share_the_budget_and_a_channel_evicts_its_own_oldest():
 
 
 def test_ids_past_the_budget_close_as_evicted_when_the_channel_has_nothing_to_evict():
-    budget = PendingBudget(10)
+    budget = Budget(10)
     a = books(budget=budget)
     c = books(budget=budget)
     a.sent([req(i) for i in range(8)])
@@ -54,7 +54,7 @@ def test_ids_past_the_budget_close_as_evicted_when_the_channel_has_nothing_to_ev
 
 
 def test_budget_is_released_by_every_way_a_batch_closes():
-    budget = PendingBudget(100)
+    budget = Budget(100)
     b = books(budget=budget, timeout=1.0, max_open_batches=2)
     b.sent([req(1), req(2)])
     b.received([res(1), res(2)])  # complete
@@ -72,7 +72,7 @@ def test_budget_is_released_by_every_way_a_batch_closes():
 
 
 def test_budget_under_threads_never_overcommits():
-    budget = PendingBudget(1000)
+    budget = Budget(1000)
     ledgers = [books(budget=budget) for _ in range(8)]
     start = threading.Barrier(8)
 
@@ -101,7 +101,7 @@ def test_budget_under_threads_never_overcommits():
 def test_budget_eviction_is_exported_as_missing_with_reason_evicted(monkeypatch):
     import pairwatch.pairing.ledger as ledger_module
 
-    monkeypatch.setattr(ledger_module, "process_budget", lambda: PendingBudget(3))
+    monkeypatch.setattr(ledger_module, "process_budget", lambda: Budget(3))
     otel, clock = Otel(), FakeClock()
     channel = pairwatch.open_channel(
         options=Options(meter_provider=otel.meter_provider, clock=clock, spans=False)

@@ -9,7 +9,7 @@ instead of failing the body.  The strict UTF-8 attempt comes first: healthy bodi
 nothing extra.
 
 Budget: each body is capped (``MAX_BODY``), but a process with hundreds of slow exchanges
-could still buffer hundreds of such bodies.  :class:`BodyBudget` caps the bytes all taps
+could still buffer hundreds of such bodies.  :func:`body_budget` caps the bytes all taps
 buffer together; a body that does not fit stops being buffered and closes as missing with
 reason ``body_too_large`` (the caller is unaffected: pairwatch only drops its copy).
 """
@@ -19,14 +19,13 @@ from __future__ import annotations
 import codecs
 import json
 import os
-import threading
 from typing import Final
 
 from pairwatch.pairing import wire
+from pairwatch.pairing.limits import Budget
 
 __all__ = [
     "DEFAULT_BODY_BUDGET",
-    "BodyBudget",
     "body_budget",
     "charset_of",
     "parse_body",
@@ -71,49 +70,11 @@ def parse_body(body: bytes, charset: str | None) -> tuple[wire.Payload, bytes | 
     return wire.parse(text, wire.Kind.RESULT), text
 
 
-class BodyBudget:
-    """Bytes held by every tap's buffer in the process, against one limit.
-
-    Charged per chunk as a tap buffers it and released when its body ends or is dropped;
-    first come, first served (a body already buffering is never cut for a newer one).
-    """
-
-    __slots__ = ("_lock", "_used", "limit")
-
-    def __init__(self, limit: int = DEFAULT_BODY_BUDGET) -> None:
-        self.limit = limit
-        self._used = 0
-        self._lock = threading.Lock()
-
-    @property
-    def used(self) -> int:
-        return self._used
-
-    def take(self, n: int) -> bool:
-        """Charge ``n`` bytes if they fit; False (and nothing charged) if they do not."""
-        with self._lock:
-            if self._used + n > self.limit:
-                return False
-            self._used += n
-            return True
-
-    def release(self, n: int) -> None:
-        if n:
-            with self._lock:
-                self._used = max(0, self._used - n)
-
-    def reset(self) -> None:
-        """A forked child starts with a fresh lock and nothing charged: the parent's bodies
-        are the parent's to read (and a lock held mid-fork would never be released)."""
-        self._lock = threading.Lock()
-        self._used = 0
-
-
-_budget = BodyBudget()
+_budget = Budget(DEFAULT_BODY_BUDGET)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_budget.reset)
 
 
-def body_budget() -> BodyBudget:
+def body_budget() -> Budget:
     """The budget every HTTP tap shares (tests lower its ``limit``)."""
     return _budget

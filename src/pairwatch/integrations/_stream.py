@@ -224,7 +224,7 @@ class Tap:
                 self._channel.received_parsed(payload, text)
             return
         size = len(data)
-        if self._size + size > MAX_BODY or not body_budget().take(size):
+        if self._size + size > MAX_BODY or not body_budget().take_all(size):
             self._release()
             self._finish("body_too_large")
             return

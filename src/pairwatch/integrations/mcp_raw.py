@@ -16,8 +16,19 @@ find it for the very item being dispatched:
   transports parse with is replaced by a stand-in whose ``validate_json`` first stores the raw
   text in a :class:`~contextvars.ContextVar`.  That one hook sees every body the SDK parses:
   SSE event data, a JSON response body, and the JSON error body of a 4xx reply.
-  ``StreamableHTTPTransport._handle_post_request`` / ``handle_get_stream`` are wrapped only to
-  publish the server's host name (for the ``server.address`` label) the same way.
+  ``StreamableHTTPTransport._handle_post_request``, ``_run_request_post``,
+  ``_handle_resumption_request`` and ``handle_get_stream`` are wrapped only to publish the
+  server's host name (for the ``server.address`` label) the same way, and to mark the tasks
+  of an HTTP transport (:func:`from_wire`): an item sent from one without raw text is an
+  error the SDK made up, while an item from no transport at all is a message object handed
+  over in memory.
+
+The same wrappers, and one on the SSE transport's ``request_within_origin`` (its POSTs), mark
+their tasks as an HTTP exchange already tracked (:data:`pairwatch.integrations._exchange.ACTIVE`):
+an MCP transport's POSTs are the session's, whose replies may come on another channel (a
+``202 Accepted`` whose reply comes on the SSE stream, a reply on a resumed GET stream), so the
+HTTP integrations must not count them on their own (:func:`claim_targets`, which the global
+instrumentor also installs, so that claim holds from the start).
 
 A stored :class:`Raw` is taken once: an error the SDK synthesizes later in the same task (the
 stream ended, a 202, an unexpected content type) finds it already taken and is recognised as
@@ -38,9 +49,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pairwatch import guard
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._exchange import ACTIVE
+from pairwatch.integrations._patch import Patches, Wrapper
 
-__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "release", "take"]
+__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "claim_targets", "from_wire", "release", "take"]
 
 RAW_ATTRIBUTE = "_pairwatch_raw"
 
@@ -61,6 +73,16 @@ _RAW: contextvars.ContextVar[Raw | None] = contextvars.ContextVar("pairwatch_mcp
 _ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pairwatch_mcp_address", default=None
 )
+_WIRE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_mcp_wire", default=False)
+
+
+def from_wire(item: object, sender_ctx: contextvars.Context | None) -> bool:
+    """Whether a dispatched item came through a transport that reads a wire (stdio, HTTP)."""
+    if isinstance(getattr(item, RAW_ATTRIBUTE, None), Raw):
+        return True
+    return sender_ctx is not None and (
+        sender_ctx.run(_WIRE.get) or sender_ctx.get(_RAW) is not None
+    )
 
 
 def take(item: object, sender_ctx: contextvars.Context | None) -> Raw | None:
@@ -117,14 +139,51 @@ def _tag_line(
 async def _with_address(
     wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    token = None
+    token = wire = None
     with contextlib.suppress(Exception):
+        wire = _WIRE.set(True)
         token = _ADDRESS.set(urlsplit(str(getattr(instance, "url", ""))).hostname)
+    claim = ACTIVE.set(True)
     try:
         return await wrapped(*args, **kwargs)
     finally:
+        ACTIVE.reset(claim)
         if token is not None:
             _ADDRESS.reset(token)
+        if wire is not None:
+            _WIRE.reset(wire)
+
+
+async def _claimed(
+    wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    claim = ACTIVE.set(True)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        ACTIVE.reset(claim)
+
+
+_TRANSPORT_METHODS = (
+    "_handle_post_request",
+    "_run_request_post",
+    "_handle_resumption_request",
+    "handle_get_stream",
+)
+
+
+def claim_targets() -> list[tuple[object, str, Wrapper]]:
+    """Where an MCP transport sends HTTP requests, each to be wrapped so that it is claimed."""
+    import mcp.client.sse as sse
+    import mcp.client.streamable_http as shttp
+
+    transport = shttp.StreamableHTTPTransport
+    found: list[tuple[object, str, Wrapper]] = [
+        (transport, m, _with_address) for m in _TRANSPORT_METHODS if hasattr(transport, m)
+    ]
+    if callable(getattr(sse, "request_within_origin", None)):
+        found.append((sse, "request_within_origin", _claimed))
+    return found
 
 
 class _Taps:
@@ -159,7 +218,6 @@ class _Taps:
         # always=True: these taps only read, and a suppressed call must still leave its raw
         # text for the session's dispatcher, which decides per session.
         patches = self._patches
-        transport = shttp.StreamableHTTPTransport
         steps: list[tuple[str, Callable[[], None]]] = [
             ("_parse_line", lambda: patches.wrap(stdio, "_parse_line", _tag_line, always=True)),
             (
@@ -170,12 +228,9 @@ class _Taps:
             ),
             ("types", lambda: patches.replace(sse, "types", lambda t: _TypesTap(t, "sse"))),
         ]
-        for method in ("_handle_post_request", "handle_get_stream"):
+        for target, name, wrapper in claim_targets():
             steps.append(
-                (
-                    method,
-                    functools.partial(patches.wrap, transport, method, _with_address, always=True),
-                )
+                (name, functools.partial(patches.wrap, target, name, wrapper, always=True))
             )
         for name, step in steps:
             guard.shielded("mcp_tap:" + name, step)

@@ -29,39 +29,71 @@ Which hook sees what, and why
   coerced, such as ``"7"`` for 7).
 * ``session._dispatcher._fan_out_closed``: the read stream ended (the server exited, the
   connection dropped): every open batch closes as missing with reason ``stream_end``.
+* ``session._dispatcher.send_raw_request`` (per instance): the SDK's own life of one request.
+  A request whose call ends while pairwatch still waits for its reply closes then: reason
+  ``timeout`` when the SDK's clock ran out (the session's ``read_timeout_seconds`` or the
+  call's own), ``cancelled`` when the caller was cancelled, ``stream_end`` when the SDK
+  reported the connection closed.  pairwatch therefore keeps no clock of its own for a
+  session: a 60 s tool call without any read timeout waits, as the SDK does, for its reply
+  or the stream's end, and is never "missing, then late".
 
-Missing responses that nothing above closes close at the ledger's timeout: the session's
-read timeout (plus a short grace so the SDK's own clock, which starts after the write, acts
-first) when it has one, else pairwatch's ``timeout``.
+Where the replies arrive
+------------------------
+Pairing is per session, wherever the reply comes from: the stdio pipe, the SSE stream of the
+legacy transport (whose POSTs are only acknowledged with ``202 Accepted``), a streamable-HTTP
+POST's own stream, a GET stream, or a resumed stream.  The transports' HTTP requests are
+marked as tracked exchanges (:func:`pairwatch.integrations.mcp_raw.claim_targets`), so an HTTP
+integration that is on as well (the global instrumentor) leaves them to the session instead
+of counting a ``202`` as a missing reply and ``Accepted`` as an unparseable one.
+
+Sessions over in-memory streams (``Client(server, mode="legacy")``,
+``create_client_server_memory_streams``, a hand-made anyio stream pair) carry the server's
+message objects themselves, with no text behind them: those objects are what the client
+reads, and they pair as such under ``pairwatch.transport="memory"``.  A session over an
+in-process ``DirectDispatcher`` (``Client(server)`` in any other mode) has no JSON-RPC at all;
+:mod:`pairwatch.integrations.mcp_direct` pairs its calls.
 
 Spans: pairwatch's own (scope ``pairwatch``), beside the SDK's ``MCP send ...`` spans and
 nested under them, with ``mcp.method.name``, ``jsonrpc.request.id``, ``gen_ai.tool.name``
 for ``tools/call`` and the outcome (``pairwatch.outcome``).
 
-Not supported: the in-process ``Client(server)`` path with a ``DirectDispatcher`` (no
-JSON-RPC on any wire) and mcp 1.x's ``BaseSession``.
+Not supported: mcp 1.x's ``BaseSession``.  With the global instrumentor on, every
+``ClientSession`` created is instrumented with its settings (:func:`targets`); an explicit
+``instrument(session)`` then takes over with its own.
 """
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
+import json
+import math
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
 from opentelemetry.util.types import AttributeValue
 
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import mcp_raw
+from pairwatch.integrations import Handle, mcp_raw
 from pairwatch.integrations._calls import Args, Around, Kwargs, argument
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations.mcp_follow import (
+    REQUEST,
+    Request,
+    call_ended_reason,
+    following,
+)
 from pairwatch.pairing.records import Batch, Call
 
-__all__ = ["McpHandle", "install"]
-
-GRACE = 0.5
-"""Seconds the ledger's timeout trails the session's read timeout (the SDK closes first)."""
+__all__ = ["McpHandle", "install", "targets"]
 
 _MAX_TRACKED = 4096
 
@@ -87,13 +119,17 @@ class _Session:
 
     def __init__(self, transport: str) -> None:
         self.transport = transport
+        self.on_end: list[Callable[[], None]] = []  # run once the read stream has ended
         self.address: str | None = None
         self.requests: dict[SdkKey, Batch] = {}
+        # Requests sent with a resumption token: their reply is an earlier request's, replayed
+        # on a GET stream under that request's id, which the SDK maps onto this one's.
+        self.resumed: set[SdkKey] = set()
         # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
         self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
 
     # ----------------------------------------------------------------- outgoing
-    def outgoing(self, message: object) -> None:
+    def outgoing(self, message: object, metadata: object = None) -> None:
         dump = getattr(message, "model_dump", None)
         if dump is None:
             return
@@ -106,6 +142,11 @@ class _Session:
             if batch is None or not batch.calls or key is None:
                 return
             self._track(key, batch)
+            if getattr(metadata, "resumption_token", None) is not None:
+                self.resumed.add(key)
+            request = REQUEST.get()
+            if request is not None and request.batch is None:
+                request.batch = batch
             name = params.get("name")
             spans = self.channel.telemetry.spans
             if spans and data.get("method") == "tools/call" and isinstance(name, str):
@@ -120,6 +161,28 @@ class _Session:
                 timed_out = isinstance(reason, str) and "timed out" in reason
                 self.channel.close_batch(found, "timeout" if timed_out else "cancelled")
 
+    def _resumed_reply(self, data: object, message: object) -> object:
+        """A replayed reply to a resumed request, read under the id it answers here.
+
+        A resumption request is sent as a GET with ``Last-Event-ID``; what comes back is the
+        reply the server stored for the request the token belongs to (an earlier session's,
+        under its id).  The SDK hands it to this request's caller; pairwatch pairs it with
+        this request the same way.  Every other reply is read exactly as it came.
+        """
+        if not self.resumed or not isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            return data
+        key = _sdk_key(message.id)
+        if key not in self.resumed:
+            return data
+        self.resumed.discard(key)
+        try:
+            decoded = json.loads(data) if isinstance(data, (str, bytes, bytearray)) else data
+        except ValueError:
+            return data
+        if not isinstance(decoded, dict) or "id" not in decoded:
+            return data
+        return {**decoded, "id": message.id}
+
     def _track(self, key: SdkKey, batch: Batch) -> None:
         if len(self.requests) >= _MAX_TRACKED:  # closed by the ledger's timeout meanwhile
             self.requests = {k: b for k, b in self.requests.items() if b.open}
@@ -128,10 +191,21 @@ class _Session:
     # ----------------------------------------------------------------- incoming
     def incoming(self, item: object, sender_ctx: contextvars.Context | None) -> None:
         raw = mcp_raw.take(item, sender_ctx)
+        message = getattr(item, "message", None)
         if raw is not None:
             self._label(raw)
-            self.channel.received(raw.data)
-        message = getattr(item, "message", None)
+            self.channel.received(self._resumed_reply(raw.data, message))
+        elif (
+            message is not None
+            and hasattr(message, "model_dump")
+            and not mcp_raw.from_wire(item, sender_ctx)
+        ):
+            # In memory: the server's own message object is what the client reads.
+            if self.transport != "memory":
+                self.transport = "memory"
+                self.channel.relabel("memory", integration="mcp")
+            dump = message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+            self.channel.received(dump)
         if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
             return
         key = _sdk_key(message.id)
@@ -154,6 +228,14 @@ class _Session:
     def stream_ended(self) -> None:
         self.requests.clear()
         self.channel.close("stream_end")
+        while self.on_end:
+            self.on_end.pop()()
+
+    def call_ended(self, request: Request, exc: BaseException | None) -> None:
+        """The SDK's call returned or raised: a batch still open is one it stopped awaiting."""
+        batch = request.batch
+        if batch is not None and batch.open:
+            self.channel.close_batch(batch, call_ended_reason(exc))
 
     # -------------------------------------------------------------------- spans
     def span_attributes(self, call: Call) -> Mapping[str, AttributeValue] | None:
@@ -194,23 +276,35 @@ def _session_of(obj: object) -> object:
     raise TypeError(f"pairwatch does not know {type(obj).__qualname__} (mcp 2.x ClientSession)")
 
 
-def install(obj: object, options: Options) -> McpHandle:
+_AUTO: weakref.WeakKeyDictionary[object, Handle] = weakref.WeakKeyDictionary()
+"""Sessions the global instrumentor instrumented, so that an explicit instrument() replaces
+its handle instead of stacking a second one."""
+
+
+def install(obj: object, options: Options) -> Handle:
     """Instrument an MCP ``ClientSession`` (or an entered ``Client``); TypeError at set-up."""
     session = _session_of(obj)
+    auto = _AUTO.pop(session, None)
+    if auto is not None:
+        auto.uninstall()
     dispatcher = vars(session)["_dispatcher"]
     if not all(callable(getattr(dispatcher, n, None)) for n in ("_write", "_dispatch")):
+        if callable(getattr(dispatcher, "send_raw_request", None)):
+            from pairwatch.integrations import mcp_direct
+
+            return mcp_direct.install(dispatcher, options)
         raise TypeError(
-            f"pairwatch: {type(dispatcher).__name__} carries no JSON-RPC messages "
-            "(an in-process Client(server)); nothing to pair"
+            f"pairwatch: {type(dispatcher).__name__} carries no JSON-RPC messages; nothing to pair"
         )
-    read_timeout = getattr(session, "_session_read_timeout_seconds", None)
-    if isinstance(read_timeout, (int, float)) and read_timeout > 0:
-        options = dataclasses.replace(options, timeout=float(read_timeout) + GRACE)
+    follows_sdk = callable(getattr(dispatcher, "send_raw_request", None))
+    if follows_sdk:  # the SDK's clock decides when a request stops waiting (see above)
+        options = dataclasses.replace(options, timeout=math.inf)
+    # A first guess, refined by the first message: its raw text names stdio, http or sse,
+    # a message with none and from no transport's task is memory.
     stream = type(getattr(dispatcher, "_read_stream", None)).__name__
-    transport = "http" if stream.startswith("Context") else "stdio"  # refined by the first raw
-    state = _Session(transport)
+    state = _Session("http" if stream.startswith("Context") else "stdio")
     state.channel = Channel(
-        transport=transport,
+        transport=state.transport,
         integration="mcp",
         options=options,
         span_attributes=state.span_attributes,
@@ -224,7 +318,11 @@ def install(obj: object, options: Options) -> McpHandle:
         state.incoming(item, ctx if isinstance(ctx, contextvars.Context) else None)
 
     on_write = Around(
-        "mcp", count, before=lambda a, k: state.outgoing(argument(a, k, 0, "message"))
+        "mcp",
+        count,
+        before=lambda a, k: state.outgoing(
+            argument(a, k, 0, "message"), argument(a, k, 1, "metadata")
+        ),
     )
     on_dispatch = Around("mcp", count, before=incoming)
     on_closed = Around("mcp", count, finally_=state.stream_ended)
@@ -232,6 +330,8 @@ def install(obj: object, options: Options) -> McpHandle:
     try:
         handle.wrap(dispatcher, "_write", on_write.wrapper(is_async=True))
         handle.wrap(dispatcher, "_dispatch", on_dispatch.wrapper(is_async=True))
+        if follows_sdk:
+            handle.wrap(dispatcher, "send_raw_request", following(state.call_ended, count))
         if callable(getattr(dispatcher, "_fan_out_closed", None)):
             closed = on_closed.wrapper(is_async=False)
             handle.wrap(dispatcher, "_fan_out_closed", closed, always=True)
@@ -240,3 +340,36 @@ def install(obj: object, options: Options) -> McpHandle:
         handle.uninstall()
         raise
     return handle
+
+
+def targets(options: Callable[[], Options]) -> list[tuple[Any, str, Wrapper]]:
+    """For the global instrumentor: every ``ClientSession`` is instrumented as it is made,
+    and the transports' HTTP requests are the sessions' from the start (never counted by an
+    HTTP integration on their own, see :mod:`pairwatch.integrations.mcp_raw`)."""
+    from mcp.client.session import ClientSession
+
+    def init(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = wrapped(*args, **kwargs)
+        guard.shielded("mcp_auto", _auto, instance, options())
+        return result
+
+    return [(ClientSession, "__init__", init), *mcp_raw.claim_targets()]
+
+
+def _auto(session: object, options: Options) -> None:
+    """Instrument a session the global instrumentor saw being made, until its stream ends:
+    then its wrappers come off and the process-wide taps are released with the last one."""
+    if session in _AUTO:
+        return
+    handle = _AUTO[session] = install(session, options)
+    state = getattr(handle, "state", None)
+    if isinstance(state, _Session):
+        ref = weakref.ref(session)
+
+        def ended() -> None:
+            alive = ref()
+            mine = _AUTO.pop(alive, None) if alive is not None else None
+            if mine is not None:
+                mine.uninstall()
+
+        state.on_end.append(ended)

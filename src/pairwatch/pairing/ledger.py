@@ -50,7 +50,7 @@ from pairwatch.pairing import diagnosis, wire
 from pairwatch.pairing.deadlines import Deadlines
 from pairwatch.pairing.intake import count_retyped, read_sent
 from pairwatch.pairing.late import TimedOut
-from pairwatch.pairing.limits import Limits, PendingBudget, process_budget
+from pairwatch.pairing.limits import Budget, Limits, process_budget
 from pairwatch.pairing.records import Batch, Tally
 from pairwatch.pairing.shape import judge
 from pairwatch.pairing.table import PendingTable
@@ -83,7 +83,7 @@ class Ledger:
         limits: Limits | None = None,
         bound: bool = False,
         auto_close: bool | None = None,
-        budget: PendingBudget | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.sink = sink
         self.limits = limits = limits or Limits()

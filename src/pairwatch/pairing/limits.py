@@ -2,7 +2,7 @@
 
 Per channel, :class:`Limits` caps open batches and pending ids.  A process with thousands of
 channels (one per HTTP exchange, per websocket, per MCP session) could still hold
-``channels x max_pending_ids`` ids, so :class:`PendingBudget` caps the ids of every open batch
+``channels x max_pending_ids`` ids, so a :class:`Budget` caps the ids of every open batch
 of every channel together.  Whatever a cap evicts closes as missing with reason ``evicted``:
 counted, never leaked, never silently dropped.
 """
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-__all__ = ["DEFAULT_PENDING_BUDGET", "Limits", "PendingBudget", "process_budget"]
+__all__ = ["DEFAULT_PENDING_BUDGET", "Budget", "Limits", "process_budget"]
 
 DEFAULT_PENDING_BUDGET: Final = 1 << 20
 """Ids of open batches, all channels together: 1,048,576 (about 100-200 MB at the worst)."""
@@ -69,17 +69,17 @@ class Limits:
         return timeout
 
 
-class PendingBudget:
-    """Ids held by the open batches of every channel of the process, against one limit.
+class Budget:
+    """One process-wide limit on something many channels hold at once (pending ids, buffered
+    body bytes), shared first come, first served.
 
-    Charged per batch (all its tracked ids when it opens, released when it closes), not per
-    id: one locked add per batch keeps the pairing path free of a process-wide lock, at the
-    price of counting a batch's already-paired ids until it closes.
-
-    First come, first served: a channel that needs room evicts its *own* oldest batches (a
-    channel never reaches into another's books, which would need its lock); when it has none
-    left, the ids past the budget are not tracked and close as missing with reason
-    ``evicted``, exactly as for one batch larger than ``max_pending_ids``.
+    For pending ids (:func:`process_budget`) it is charged per batch (all its tracked ids
+    when it opens, released when it closes), not per id: one locked add per batch keeps the
+    pairing path free of a process-wide lock, at the price of counting a batch's
+    already-paired ids until it closes.  A channel that needs room evicts its *own* oldest
+    batches (a channel never reaches into another's books, which would need its lock); when
+    it has none left, the ids past the budget are not tracked and close as missing with
+    reason ``evicted``, exactly as for one batch larger than ``max_pending_ids``.
     """
 
     __slots__ = ("_lock", "_used", "limit")
@@ -94,7 +94,7 @@ class PendingBudget:
         return self._used
 
     def take(self, n: int) -> int:
-        """Charge up to ``n`` ids; return how many fit (atomically, across threads)."""
+        """Charge up to ``n``; return how much fit (atomically, across threads)."""
         if n <= 0:
             return 0
         with self._lock:
@@ -102,15 +102,29 @@ class PendingBudget:
             self._used += granted
         return granted
 
+    def take_all(self, n: int) -> bool:
+        """Charge ``n`` if all of it fits; False (and nothing charged) if it does not."""
+        with self._lock:
+            if self._used + n > self.limit:
+                return False
+            self._used += n
+            return True
+
     def release(self, n: int) -> None:
         if n:
             with self._lock:
-                self._used -= n
+                self._used = max(0, self._used - n)
+
+    def reset(self) -> None:
+        """A forked child starts with a fresh lock and nothing charged: what the parent held
+        belongs to books the child drops (and a lock held mid-fork would never be released)."""
+        self._lock = threading.Lock()
+        self._used = 0
 
 
-_process_budget = PendingBudget()
+_process_budget = Budget()
 
 
-def process_budget() -> PendingBudget:
+def process_budget() -> Budget:
     """The budget every ledger shares unless it is given its own."""
     return _process_budget
