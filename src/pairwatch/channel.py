@@ -59,6 +59,9 @@ class Options:
     ``timeout``: it waits as long as its client's own read timeout, restarted on every chunk
     received (forever when the client has none, until the body ends or the response is
     dropped), so a long call the client still awaits is never counted missing.
+
+    ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
+    that has none, so a server running pairwatch's middleware joins the trace.
     """
 
     timeout: float = 30.0
@@ -77,6 +80,7 @@ class Options:
     late_ids: int = 1024
     late_age: float = 300.0
     method_timeouts: Mapping[str, float] | None = None
+    propagate: bool = True
 
     def limits(self) -> Limits:
         return Limits(
@@ -246,10 +250,11 @@ class Channel:
         bound: bool = False,
         options: Options | None = None,
         span_attributes: SpanAttributes | None = None,
+        side: str = "client",
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
-        self._labels = labels = self.telemetry.labels(transport, integration, server_address)
+        self._labels = labels = self.telemetry.labels(transport, integration, server_address, side)
         self._capture = (
             Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
             if options.capture_payloads
@@ -277,15 +282,23 @@ class Channel:
         return self.sent_parsed(parsed, payload)
 
     def sent_parsed(
-        self, payload: wire.Payload, raw: object = None, timeout: float | None = None
+        self,
+        payload: wire.Payload,
+        raw: object = None,
+        timeout: float | None = None,
+        parent: otel_context.Context | None = None,
     ) -> Batch | None:
         """Like :meth:`sent` for integrations that already classified the payload; ``raw``
         (the payload as sent) is only read when payload capture is on; ``timeout`` replaces
-        :attr:`Options.timeout` for this batch (an HTTP client's own read timeout)."""
+        :attr:`Options.timeout` for this batch (an HTTP client's own read timeout); ``parent``
+        is the batch span's parent instead of the current context (the server middleware's
+        propagated ``traceparent``)."""
         if not switch.on:  # pairwatch.disable(): nothing is recorded
             return None
         try:
-            ctx = otel_context.get_current() if self.telemetry.spans else None
+            ctx = None
+            if self.telemetry.spans:
+                ctx = otel_context.get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
             return self.ledger.sent(payload, ctx, timeout)
@@ -385,6 +398,7 @@ class Channel:
                 transport,
                 integration if integration is not None else old.base.get(INTEGRATION, "manual"),
                 server_address if server_address is not None else old.base.get(SERVER_ADDRESS),
+                old.side,
             )
         except Exception as exc:
             guard.report("relabel", exc, self.telemetry.internal_error)
@@ -410,6 +424,7 @@ def open_channel(
     bound: bool = False,
     options: Options | None = None,
     span_attributes: SpanAttributes | None = None,
+    side: str = "client",
     **settings: object,
 ) -> Channel:
     """Open a channel by hand, for clients that no integration covers.
@@ -426,6 +441,7 @@ def open_channel(
         bound=bound,
         options=options,
         span_attributes=span_attributes,
+        side=side,
     )
 
 

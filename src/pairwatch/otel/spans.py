@@ -26,6 +26,7 @@ from pairwatch.otel.names import (
     RPC_METHOD,
     RPC_RESPONSE_STATUS_CODE,
     RPC_SYSTEM_NAME,
+    SIDE,
 )
 from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
@@ -57,13 +58,19 @@ class SpanWriter:
     def _ns(self, monotonic: float) -> int:
         return round(monotonic * 1e9) + self._epoch_offset_ns
 
-    def write(self, batch: Batch, span_attributes: SpanAttributes | None = None) -> None:
-        """One span for the batch and one child per request id, with recorded times."""
+    def write(
+        self, batch: Batch, span_attributes: SpanAttributes | None = None, *, server: bool = False
+    ) -> None:
+        """One span for the batch and one child per request id, with recorded times.
+
+        ``server`` marks the books of the server middleware: SERVER spans, so a trace that
+        holds both views of one batch shows which end measured what."""
         parent = batch.context if isinstance(batch.context, Context) else None
+        kind = SpanKind.SERVER if server else SpanKind.CLIENT
         root = self.tracer.start_span(
             "jsonrpc batch" if batch.is_batch else "jsonrpc request",
             context=parent,
-            kind=SpanKind.CLIENT,
+            kind=kind,
             start_time=self._ns(batch.sent_at),
         )
         if not root.is_recording():
@@ -72,6 +79,7 @@ class SpanWriter:
         root.set_attributes(
             {
                 RPC_SYSTEM_NAME: "jsonrpc",
+                SIDE: "server" if server else "client",
                 "jsonrpc.batch.size": batch.size,
                 "jsonrpc.batch.requests": len(batch.keys),
                 DIAGNOSIS: batch.diagnosis,
@@ -85,19 +93,24 @@ class SpanWriter:
         ctx = trace.set_span_in_context(root)
         end = batch.sent_at
         for call in batch.calls:
-            end = max(end, self._child(ctx, batch, call, span_attributes))
+            end = max(end, self._child(ctx, batch, call, span_attributes, kind))
         if batch.diagnosis != "ok":
             root.set_status(Status(StatusCode.ERROR, f"{batch.diagnosis}: {evidence(batch)}"))
         root.end(end_time=self._ns(end))
 
     def _child(
-        self, ctx: Context, batch: Batch, call: Call, span_attributes: SpanAttributes | None
+        self,
+        ctx: Context,
+        batch: Batch,
+        call: Call,
+        span_attributes: SpanAttributes | None,
+        kind: SpanKind = SpanKind.CLIENT,
     ) -> float:
         method = self.methods(call.method) if call.method is not None else None
         span = self.tracer.start_span(
             method or "jsonrpc",
             context=ctx,
-            kind=SpanKind.CLIENT,
+            kind=kind,
             start_time=self._ns(call.sent_at),
         )
         attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}

@@ -134,10 +134,12 @@ class Telemetry:
             description="Not exported; drains deferred measurements before each collection",
         )
 
-    def labels(self, transport: str, integration: str, server_address: str | None) -> Labels:
+    def labels(
+        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+    ) -> Labels:
         """The shared attribute sets of a channel; the server address is capped here."""
         address = self.addresses(server_address) if server_address else None
-        return self._labels.get(transport, integration, address)
+        return self._labels.get(transport, integration, address, side)
 
     def _zeros(self, rows: list[zeros.Row]) -> None:
         """Export the given series at 0 (see :mod:`pairwatch.otel.zeros` for which)."""
@@ -264,7 +266,7 @@ class Telemetry:
         )
         self._record_late(attrs, batch)
         if self.spans:
-            self.span_writer.write(batch, span_attributes)
+            self.span_writer.write(batch, span_attributes, server=labels.side == "server")
 
     def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
         """Count what repair mode changed in one reply (see :mod:`pairwatch.pairing.repair`)."""
