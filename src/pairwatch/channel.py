@@ -23,7 +23,7 @@ from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
 from pairwatch.otel.shared import TelemetryCache
-from pairwatch.otel.spans import SpanAttributes
+from pairwatch.otel.spans import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis, wire
 from pairwatch.pairing.ledger import Ledger, Limits
@@ -53,6 +53,11 @@ class Options:
     Payloads never leave the process unless ``capture_payloads`` is set: then each request
     and response, passed through ``redact`` (decoded message in, what may be recorded out)
     and cut to ``max_payload_bytes``, goes on its per-id span.
+
+    Child spans stay within what an exporter can take: at most ``max_child_spans`` per batch
+    (abnormal ids first, the rest counted on the batch span), or with ``child_spans=
+    "abnormal"`` only for ids that went missing, were duplicated, got an error or an invalid
+    reply, or took ``slow_span_seconds`` or longer.
     """
 
     timeout: float = 30.0
@@ -70,6 +75,14 @@ class Options:
     redact: Callable[[Any], Any] | None = None
     late_ids: int = 1024
     late_age: float = 300.0
+    max_child_spans: int = 1024
+    child_spans: str = "all"  # or "abnormal"
+    slow_span_seconds: float = 1.0
+
+    def span_policy(self) -> SpanPolicy:
+        return SpanPolicy(
+            self.max_child_spans, self.child_spans == "abnormal", self.slow_span_seconds
+        )
 
     def limits(self) -> Limits:
         return Limits(
@@ -122,7 +135,7 @@ def _build_telemetry(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("capture", "labels", "on_closed", "span_attributes", "telemetry")
+    __slots__ = ("capture", "labels", "on_closed", "policy", "span_attributes", "telemetry")
 
     def __init__(
         self,
@@ -131,7 +144,9 @@ class _Sink:
         on_closed: Callable[[Batch], None] | None = None,
         span_attributes: SpanAttributes | None = None,
         capture: Capture | None = None,
+        policy: SpanPolicy | None = None,
     ) -> None:
+        self.policy = policy or SpanPolicy()
         self.telemetry = telemetry
         self.labels = labels
         self.on_closed = on_closed
@@ -142,7 +157,7 @@ class _Sink:
         try:
             if self.capture is not None:
                 self.capture.attach(batch)
-            self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
+            self.telemetry.batch_closed(self.labels, batch, self.span_attributes, self.policy)
         except Exception as exc:  # a broken meter, tracer or span processor
             # Caught per batch, so the other batches closed by the same call still report.
             guard.report("telemetry", exc, self.telemetry.internal_error)
@@ -239,7 +254,12 @@ class Channel:
             else None
         )
         self._sink = _Sink(
-            self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture
+            self.telemetry,
+            labels,
+            options.on_batch_closed,
+            span_attributes,
+            self._capture,
+            options.span_policy(),
         )
         self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
         self._parse = wire.parse
