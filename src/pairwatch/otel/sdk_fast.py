@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import math
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from time import time_ns
 from typing import Any
 
@@ -46,7 +46,6 @@ Run = tuple[float, int]
 _log = logging.getLogger("pairwatch")
 
 try:  # the SDK is a dependency, but its internals may move
-    from opentelemetry.sdk.metrics._internal._view_instrument_match import _hash_attributes
     from opentelemetry.sdk.metrics._internal.aggregation import (
         _ExplicitBucketHistogramAggregation,
     )
@@ -66,6 +65,21 @@ try:  # the SDK is a dependency, but its internals may move
     _AVAILABLE = True
 except Exception:  # pragma: no cover - depends on the installed SDK
     _AVAILABLE = False
+
+
+def _frozen_items(attributes: Mapping[str, str]) -> Any:
+    return frozenset(attributes.items())
+
+
+# How a view's match keys an attribute set: recent SDKs hash it, older ones (1.30) key it by
+# the frozenset of its items.
+_key_of: Callable[[Mapping[str, str]], Any] = _frozen_items
+try:
+    from opentelemetry.sdk.metrics._internal._view_instrument_match import _hash_attributes
+
+    _key_of = _hash_attributes
+except Exception:  # pragma: no cover - depends on the installed SDK
+    pass
 
 
 class HistogramWriter:
@@ -127,7 +141,8 @@ class HistogramWriter:
 
     def _fast(self, runs: Sequence[Run], attributes: Mapping[str, str], context: Context) -> bool:
         h: Any = self._sdk
-        if not h._is_enabled():
+        enabled = getattr(h, "_is_enabled", None)  # absent before meters could be disabled
+        if enabled is not None and not enabled():
             return False
         for value, _count in runs:
             if value < 0 or not math.isfinite(value):
@@ -147,7 +162,7 @@ class HistogramWriter:
                     return False  # a reservoir that samples per offer must see each one
                 targets.append((match, aggregation))
         for match, aggregation in targets:
-            if match._reset_on_collect:
+            if getattr(match, "_reset_on_collect", False):
                 # Delta temporality: a collection swaps aggregations out under this lock,
                 # so fetch and apply under one hold, as the SDK does.
                 with match._lock:
@@ -200,7 +215,7 @@ def _filtered(match: Any, attributes: Mapping[str, str]) -> tuple[Any, dict[str,
     keys = match._view._attribute_keys
     if keys is not None:
         attrs = {k: v for k, v in attrs.items() if k in keys}
-    return _hash_attributes(attrs), attrs
+    return _key_of(attrs), attrs
 
 
 def _aggregation(match: Any, attributes: Mapping[str, str]) -> Any:
@@ -208,8 +223,11 @@ def _aggregation(match: Any, attributes: Mapping[str, str]) -> Any:
     key, attrs = _filtered(match, attributes)
     aggregation = match._attributes_aggregation.get(key)
     if aggregation is None:
+        create = getattr(match, "_get_or_create_aggregation", None)
+        if create is None:
+            return None  # an older SDK creates it inline: one plain record does, this time
         with match._lock:
-            aggregation = match._get_or_create_aggregation(key, attrs)
+            aggregation = create(key, attrs)
     return aggregation if type(aggregation) is _ExplicitBucketHistogramAggregation else None
 
 
