@@ -25,7 +25,7 @@ from _common import Results, Row, chaos_server, fast_server, server_process
 
 import pairwatch
 
-SECTIONS = ("ledger", "stream", "http", "chaos", "web3", "mcp", "memory")
+SECTIONS = ("ledger", "floor", "stream", "http", "chaos", "web3", "mcp", "memory")
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -86,6 +86,15 @@ def main(argv: list[str] | None = None) -> int:
         from _core import run_ledger
 
         run_ledger(results, repeats=5 if short else 15, per_block=100 if short else 400)
+    if "floor" in only:
+        from _floor import run_floor
+
+        run_floor(
+            results,
+            sizes=(1, 100) if short else (1, 100, 1000),
+            repeats=5 if short else 15,
+            per_block=200 if short else 1000,
+        )
     if "stream" in only:
         from _stream import run_stream
 
