@@ -243,3 +243,64 @@ def test_the_fast_histogram_path_engages_after_a_late_meter_provider() -> None:
     ]
     assert counts == [3]
     real.shutdown()
+
+
+def _spans_of(otel: Otel, sent: object, received: object) -> list[ReadableSpan]:
+    channel = pairwatch.open_channel(
+        bound=True,
+        meter_provider=otel.meter_provider,
+        tracer_provider=otel.tracer_provider,
+        clock=FakeClock(),
+    )
+    channel.sent(dumps(sent))
+    channel.received(dumps(received))
+    channel.close("body_end")
+    return otel.spans()
+
+
+def test_unusual_ids_get_the_same_children_on_both_paths() -> None:
+    """Duplicate, error, invalid and missing ids, through the columnar fast loop and through
+    start_span: the same attributes and status per child."""
+    sent = [req(0), req(0, "eth_getBalance"), req(1), req(2), req(3)]
+    received = [
+        res(0),
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "boom"}},
+        {"jsonrpc": "2.0", "id": 2},  # neither result nor error: invalid, still paired
+        res(0),
+    ]
+    fast, slow = Otel(), Otel()
+    slow.tracer_provider.add_span_processor(_Starts())
+
+    def children(spans: list[ReadableSpan]) -> list[tuple[Any, ...]]:
+        out = []
+        for s in spans:
+            if "jsonrpc.request.id" not in s.attributes:
+                continue
+            root = next(r for r in spans if r.context.span_id == s.parent.span_id)
+            out.append(
+                (
+                    s.name,
+                    tuple(sorted(s.attributes.items())),
+                    s.status.status_code,
+                    s.status.description,
+                    s.start_time - root.start_time,
+                    s.end_time - root.start_time,
+                )
+            )
+        return sorted(out)
+
+    got, want = children(_spans_of(fast, sent, received)), children(_spans_of(slow, sent, received))
+    assert got == want
+    outcomes = sorted(
+        (dict(c[1])["jsonrpc.request.id"], dict(c[1])["pairwatch.outcome"]) for c in got
+    )
+    assert outcomes == [
+        ("0", "duplicate"),
+        ("0", "paired"),
+        ("1", "paired"),
+        ("2", "paired"),
+        ("3", "missing"),
+    ]
+    by_id = {dict(c[1])["jsonrpc.request.id"]: dict(c[1]) for c in got}
+    assert by_id["1"]["rpc.response.status_code"] == "-32000"
+    assert by_id["2"]["pairwatch.invalid_response"] is True
