@@ -39,7 +39,10 @@ class TelemetryCache:
     def __init__(self, cap: int = TELEMETRY_CAP) -> None:
         self.cap = cap
         self._entries: OrderedDict[Key, Telemetry] = OrderedDict()
-        self._lock = threading.Lock()
+        # Re-entrant: building instruments allocates, an allocation can run the garbage
+        # collector, and a collected provider's finalizer calls _forget on this very thread
+        # while get() holds the lock (a plain Lock deadlocked the test run on it).
+        self._lock = threading.RLock()
 
     def get(
         self,
