@@ -23,7 +23,7 @@ from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
 from pairwatch.otel.shared import TelemetryCache
-from pairwatch.otel.spans import SpanAttributes
+from pairwatch.otel.spans import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis, wire
 from pairwatch.pairing.ledger import Ledger, Limits
@@ -62,6 +62,11 @@ class Options:
 
     ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
     that has none, so a server running pairwatch's middleware joins the trace.
+
+    Child spans stay within what an exporter can take: at most ``max_child_spans`` per batch
+    (abnormal ids first, the rest counted on the batch span), or with ``child_spans=
+    "abnormal"`` only for ids that went missing, were duplicated, got an error or an invalid
+    reply, or took ``slow_span_seconds`` or longer.
     """
 
     timeout: float = 30.0
@@ -81,6 +86,14 @@ class Options:
     late_age: float = 300.0
     method_timeouts: Mapping[str, float] | None = None
     propagate: bool = True
+    max_child_spans: int = 1024
+    child_spans: str = "all"  # or "abnormal"
+    slow_span_seconds: float = 1.0
+
+    def span_policy(self) -> SpanPolicy:
+        return SpanPolicy(
+            self.max_child_spans, self.child_spans == "abnormal", self.slow_span_seconds
+        )
 
     def limits(self) -> Limits:
         return Limits(
@@ -143,7 +156,7 @@ def _build_telemetry(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("capture", "labels", "on_closed", "span_attributes", "telemetry")
+    __slots__ = ("capture", "labels", "on_closed", "policy", "span_attributes", "telemetry")
 
     def __init__(
         self,
@@ -152,7 +165,9 @@ class _Sink:
         on_closed: Callable[[Batch], None] | None = None,
         span_attributes: SpanAttributes | None = None,
         capture: Capture | None = None,
+        policy: SpanPolicy | None = None,
     ) -> None:
+        self.policy = policy or SpanPolicy()
         self.telemetry = telemetry
         self.labels = labels
         self.on_closed = on_closed
@@ -163,7 +178,7 @@ class _Sink:
         try:
             if self.capture is not None:
                 self.capture.attach(batch)
-            self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
+            self.telemetry.batch_closed(self.labels, batch, self.span_attributes, self.policy)
         except Exception as exc:  # a broken meter, tracer or span processor
             # Caught per batch, so the other batches closed by the same call still report.
             guard.report("telemetry", exc, self.telemetry.internal_error)
@@ -261,7 +276,12 @@ class Channel:
             else None
         )
         self._sink = _Sink(
-            self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture
+            self.telemetry,
+            labels,
+            options.on_batch_closed,
+            span_attributes,
+            self._capture,
+            options.span_policy(),
         )
         self._bound = bound
         self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
