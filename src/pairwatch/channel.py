@@ -9,235 +9,21 @@ the client that called it.
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
-from opentelemetry import metrics, trace
 
 from pairwatch import guard, sweeper, switch
+from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
-from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
-from pairwatch.otel.shared import TelemetryCache
-from pairwatch.otel.spans import SpanAttributes, SpanPolicy
-from pairwatch.otel.telemetry import Telemetry
-from pairwatch.pairing import diagnosis, wire
-from pairwatch.pairing.ledger import Ledger, Limits
-from pairwatch.pairing.records import Batch, Tally
+from pairwatch.otel.spans import SpanAttributes
+from pairwatch.pairing import wire
+from pairwatch.pairing.ledger import Ledger
+from pairwatch.pairing.records import Batch
+from pairwatch.sink import Sink, telemetry_for
 
-__all__ = ["Channel", "Options", "open_channel"]
-
-
-@dataclass(frozen=True)
-class Options:
-    """Settings shared by the channels of one instrumented client.
-
-    ``timeout`` closes a batch whose responses have not all arrived; what is still pending
-    then counts as missing.  The caps bound memory per channel; eviction counts as missing
-    with close reason ``evicted``; on top of them, the ids of every open batch of the process
-    share one budget (:func:`pairwatch.pairing.limits.process_budget`, 1,048,576 ids by
-    default), evicted the same way.  ``late_ids`` and ``late_age`` bound the memory of ids
-    that closed as missing by timeout, which lets a reply to one read as ``late_response``.
-
-    ``on_batch_closed`` is called with every closed :class:`~pairwatch.pairing.records.Batch`, after
-    its metrics are recorded, for callers that need per-batch detail the metrics cannot carry
-    (which ids went missing, where in a capture the batch was sent): the offline audit uses
-    it.  It runs on whatever thread closed the batch and is shielded like everything else:
-    an exception in it is counted in ``pairwatch.internal_errors`` and never reaches the
-    client.  Treat the batch as read-only.
-
-    Payloads never leave the process unless ``capture_payloads`` is set: then each request
-    and response, passed through ``redact`` (decoded message in, what may be recorded out)
-    and cut to ``max_payload_bytes``, goes on its per-id span.
-
-    ``method_timeouts`` gives named methods their own timeout (``{"eth_getLogs": 120}``); a
-    batch waits as long as its slowest method allows.  An HTTP exchange does not use
-    ``timeout``: it waits as long as its client's own read timeout, restarted on every chunk
-    received (forever when the client has none, until the body ends or the response is
-    dropped), so a long call the client still awaits is never counted missing.
-
-    ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
-    that has none, so a server running pairwatch's middleware joins the trace.
-
-    Child spans stay within what an exporter can take: at most ``max_child_spans`` per batch
-    (abnormal ids first, the rest counted on the batch span), or with ``child_spans=
-    "abnormal"`` only for ids that went missing, were duplicated, got an error or an invalid
-    reply, or took ``slow_span_seconds`` or longer.
-    """
-
-    timeout: float = 30.0
-    max_open_batches: int = 1024
-    max_pending_ids: int = 65536
-    spans: bool = True
-    method_cap: int = 32
-    meter_provider: metrics.MeterProvider | None = None
-    tracer_provider: trace.TracerProvider | None = None
-    clock: Callable[[], float] = field(default=time.monotonic)
-    repair: bool = False
-    on_batch_closed: Callable[[Batch], None] | None = None
-    capture_payloads: bool = False
-    max_payload_bytes: int = 1024
-    redact: Callable[[Any], Any] | None = None
-    late_ids: int = 1024
-    late_age: float = 300.0
-    method_timeouts: Mapping[str, float] | None = None
-    propagate: bool = True
-    max_child_spans: int = 1024
-    child_spans: str = "all"  # or "abnormal"
-    slow_span_seconds: float = 1.0
-
-    def span_policy(self) -> SpanPolicy:
-        return SpanPolicy(
-            self.max_child_spans, self.child_spans == "abnormal", self.slow_span_seconds
-        )
-
-    def limits(self) -> Limits:
-        return Limits(
-            self.timeout,
-            self.max_open_batches,
-            self.max_pending_ids,
-            self.late_ids,
-            self.late_age,
-            self.method_timeouts,
-        )
-
-
-_telemetry: Final = TelemetryCache()
-
-
-def telemetry_cache() -> TelemetryCache:
-    """The process's one cache (for :mod:`pairwatch.forks`, which renews its locks)."""
-    return _telemetry
-
-
-def telemetry_for(options: Options) -> Telemetry:
-    """One set of instruments per provider pair, shared by every channel that uses it (a
-    method cap per channel would be no cap), and forgotten with its providers."""
-    return _telemetry.get(
-        options.meter_provider,
-        options.tracer_provider,
-        options.method_cap,
-        options.spans,
-        lambda: _build_telemetry(options),
-    )
-
-
-def _build_telemetry(options: Options) -> Telemetry:
-    """Instruments from the user's providers; when a provider raises, fall back to no-op
-    ones (the tracer alone first, so metrics survive a broken tracer provider) rather than
-    fail the client's call that opened the channel."""
-    attempts: tuple[tuple[object, object], ...] = (
-        (options.meter_provider, options.tracer_provider),
-        (options.meter_provider, trace.NoOpTracerProvider()),
-        (metrics.NoOpMeterProvider(), trace.NoOpTracerProvider()),
-    )
-    failure: Exception | None = None
-    for meter_provider, tracer_provider in attempts:
-        try:
-            found = Telemetry(
-                meter_provider,  # type: ignore[arg-type]
-                tracer_provider,  # type: ignore[arg-type]
-                method_cap=options.method_cap,
-                spans=options.spans,
-            )
-        except Exception as exc:
-            failure = failure or exc
-            continue
-        if failure is not None:
-            guard.report("telemetry_init", failure, found.internal_error)
-        return found
-    raise RuntimeError("no-op OpenTelemetry providers failed")  # pragma: no cover
-
-
-class _Sink:
-    """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
-
-    __slots__ = ("capture", "labels", "on_closed", "policy", "span_attributes", "telemetry")
-
-    def __init__(
-        self,
-        telemetry: Telemetry,
-        labels: Labels,
-        on_closed: Callable[[Batch], None] | None = None,
-        span_attributes: SpanAttributes | None = None,
-        capture: Capture | None = None,
-        policy: SpanPolicy | None = None,
-    ) -> None:
-        self.policy = policy or SpanPolicy()
-        self.telemetry = telemetry
-        self.labels = labels
-        self.on_closed = on_closed
-        self.span_attributes = span_attributes
-        self.capture = capture
-
-    def batch_closed(self, batch: Batch) -> None:
-        try:
-            if self.capture is not None:
-                self.capture.attach(batch)
-            self.telemetry.batch_closed(self.labels, batch, self.span_attributes, self.policy)
-        except Exception as exc:  # a broken meter, tracer or span processor
-            # Caught per batch, so the other batches closed by the same call still report.
-            guard.report("telemetry", exc, self.telemetry.internal_error)
-        if self.on_closed is not None:
-            # Shielded on its own so that a failing callback cannot skip the telemetry of
-            # the other batches closed by the same event.
-            try:
-                self.on_closed(batch)
-            except Exception as exc:
-                guard.report("on_batch_closed", exc, self.telemetry.internal_error)
-        if batch.diagnosis != diagnosis.OK:
-            # The words state the evidence with numbers, never a guessed cause; the message
-            # is built only when the rate limit lets the line through.
-            guard.log_limited(
-                logging.WARNING,
-                "diagnosis:" + batch.diagnosis,
-                "pairwatch: batch of %d requests closed (%s) as %s: %s",
-                len(batch.keys),
-                batch.close_reason,
-                batch.diagnosis,
-                _Words(diagnosis.evidence, batch),
-            )
-
-    def stray(self, batch: Batch | None, tally: Tally) -> None:
-        try:
-            self.telemetry.stray(self.labels, batch, tally)
-        except Exception as exc:
-            guard.report("telemetry", exc, self.telemetry.internal_error)
-        if tally.late:
-            # A late reply no open batch absorbed (alone on a stream, or after its exchange
-            # closed): its batch was diagnosed when it timed out, so the words go here.
-            guard.log_limited(
-                logging.WARNING,
-                "diagnosis:" + diagnosis.LATE_RESPONSE,
-                "pairwatch: %s: %s",
-                diagnosis.LATE_RESPONSE,
-                _Words(diagnosis.tally_evidence, tally),
-            )
-
-
-class _Words:
-    """Evidence words computed only if the log line is formatted, then kept as text.
-
-    A handler that keeps records (a test's log capture, a memory handler) keeps their
-    arguments: once formatted, this drops the batch so no closed books stay alive.
-    """
-
-    __slots__ = ("args", "say", "text")
-
-    def __init__(self, say: Callable[..., str], *args: object) -> None:
-        self.say: Callable[..., str] | None = say
-        self.args: tuple[object, ...] = args
-        self.text = ""
-
-    def __str__(self) -> str:
-        if self.say is not None:
-            self.text = self.say(*self.args)
-            self.say, self.args = None, ()
-        return self.text
+__all__ = ["Channel", "Options", "open_channel"]  # Options: re-exported, its home is options
 
 
 class Channel:
@@ -275,7 +61,7 @@ class Channel:
             if options.capture_payloads
             else None
         )
-        self._sink = _Sink(
+        self._sink = Sink(
             self.telemetry,
             labels,
             options.on_batch_closed,

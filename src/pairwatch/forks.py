@@ -19,7 +19,7 @@ import os
 import threading
 from typing import Any
 
-from pairwatch import channel, guard
+from pairwatch import guard, sink
 from pairwatch.pairing.limits import process_budget
 
 __all__ = ["renew_lock", "shared_objects"]
@@ -42,7 +42,7 @@ def renew_lock(obj: Any, attr: str = "_lock") -> bool:
 
 def shared_objects() -> list[Any]:
     """The process-wide objects whose ``_lock`` a child must not inherit."""
-    cache = channel.telemetry_cache()
+    cache = sink.telemetry_cache()
     found: list[Any] = [cache, guard.log_limited, process_budget()]
     for telemetry in cache.entries():
         found += [telemetry.methods, telemetry.addresses, getattr(telemetry, "_labels", None)]

@@ -21,9 +21,10 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
 from pairwatch import guard
-from pairwatch.channel import Channel, Options, telemetry_for
+from pairwatch.channel import Channel, Options
 from pairwatch.integrations._request import request_payload
 from pairwatch.integrations._stream import MAX_BODY, Tap
+from pairwatch.sink import telemetry_for
 
 __all__ = ["APP_ERROR", "Exchange", "counter", "parent_context", "server_name"]
 
