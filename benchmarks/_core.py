@@ -22,8 +22,8 @@ import pairwatch
 from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger
 
-LEDGER_TARGET_US = 0.5
-PENDING_TARGET_B = 500.0
+LEDGER_TARGET_US = 0.25
+PENDING_TARGET_B = 300.0
 CLOSED_TARGET_B = 1.0  # bytes of growth per closed batch: no growth beyond noise
 
 

@@ -9,7 +9,7 @@ Usage (from the repository root, with the dev extras installed)::
     python benchmarks/run.py --only ledger,memory
 
 Ratios are instrumented / bare, paired per repeat (see ``_common.py``); min, median and max
-are over repeats.  Servers run in their own processes.  Targets come from issue 7.
+are over repeats.  Servers run in their own processes.  Targets come from issues 7 and 16.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from _common import Results, Row, chaos_server, fast_server, server_process
 
 import pairwatch
 
-SECTIONS = ("ledger", "http", "chaos", "web3", "mcp", "memory")
+SECTIONS = ("ledger", "floor", "stream", "http", "chaos", "web3", "mcp", "memory")
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -86,6 +86,24 @@ def main(argv: list[str] | None = None) -> int:
         from _core import run_ledger
 
         run_ledger(results, repeats=5 if short else 15, per_block=100 if short else 400)
+    if "floor" in only:
+        from _floor import run_floor
+
+        run_floor(
+            results,
+            sizes=(1, 100) if short else (1, 100, 1000),
+            repeats=5 if short else 15,
+            per_block=200 if short else 1000,
+        )
+    if "stream" in only:
+        from _stream import run_stream
+
+        run_stream(
+            results,
+            outstanding=(10, 10_000) if short else (10, 10_000, 100_000),
+            repeats=5 if short else 9,
+            per_block=500 if short else 2000,
+        )
     if "http" in only or "chaos" in only:
         from _http import run_http
 
@@ -101,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                     name,
                     url,
                     libraries=("httpx",) if short else ("httpx", "requests", "aiohttp"),
-                    sizes=(100,) if short else (100, 1000),
+                    sizes=(1, 100) if short else (1, 100, 1000),
                     repeats=5 if short else 15,
                     budget_s=1.0 if short else 8.0,
                 )

@@ -35,6 +35,7 @@ from typing import Any
 
 import alerts
 import panels
+import panels_sides
 import panels_traffic
 import rule_tests
 from grafana_foundation_sdk.builders import dashboard as dash_b
@@ -167,6 +168,8 @@ def build_dashboard(runbook: str = DEFAULT_RUNBOOK_URL) -> dash_m.Dashboard:
         .with_panel(panels_traffic.invalid_responses(21, runbook))
         .with_panel(panels_traffic.violations(22, runbook))
         .with_panel(panels_traffic.internal_errors(23, runbook))
+        .with_row(row(24, "Both ends of one server: client side against server side"))
+        .with_panel(panels_sides.missing_by_side(25, runbook))
     )
     return board.build()
 

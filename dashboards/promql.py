@@ -68,3 +68,7 @@ def bucket_upper_bound_quantile(q: float, series: str, matchers: str = SEL) -> s
         for b in SIZE_BOUNDS
     ]
     return "\n or ".join(terms)
+
+
+# One server seen from both ends (panels_sides.py): the client's books against its own.
+SIDE_BY = "server_address, pairwatch_side"

@@ -19,6 +19,12 @@ if [ "${CI:-}" = true ]; then
   echo "== peers' suites" >&2
   .venv/bin/python scripts/peers.py
 fi
+# The fast paths on the oldest and newest opentelemetry-sdk pyproject allows (about a minute
+# and a half, two small venvs kept as .venv-sdk-*); PAIRWATCH_SDK_RANGE=0 skips it offline.
+if [ "${PAIRWATCH_SDK_RANGE:-1}" = 1 ]; then
+  echo "== opentelemetry-sdk range" >&2
+  bash scripts/test_sdk_range.sh
+fi
 # A few seconds; fails only on a gross regression (a median above twice its target), so
 # that a noisy machine cannot fail CI.  The full table: python benchmarks/run.py
 echo "== benchmarks --short" >&2

@@ -68,8 +68,9 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize(("args", "message"), BAD_ARGUMENTS, ids=lambda v: " ".join(v)
-                         if isinstance(v, list) else None)
+@pytest.mark.parametrize(
+    ("args", "message"), BAD_ARGUMENTS, ids=lambda v: " ".join(v) if isinstance(v, list) else None
+)
 def test_a_bad_demo_argument_is_one_line_and_status_2(args, message):
     done = run("demo", *args)
     assert done.returncode == 2, (done.stdout, done.stderr)
@@ -144,7 +145,9 @@ def test_the_default_metrics_port_when_busy_falls_back_to_a_free_one_and_says_wh
     try:
         proc = subprocess.Popen(
             [*COMMAND, "demo", "--duration", "2", "--plain", "--faults", "none"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         out, err = proc.communicate(timeout=60)
     finally:
@@ -154,7 +157,9 @@ def test_the_default_metrics_port_when_busy_falls_back_to_a_free_one_and_says_wh
     first = out.splitlines()[0]
     found = re.search(
         r"metrics http://127\.0\.0\.1:(\d+)/metrics \(port 9464 is in use, so the metrics are "
-        r"on port (\d+)\)", first)
+        r"on port (\d+)\)",
+        first,
+    )
     assert found, first
     assert found.group(1) == found.group(2) != "9464"
     assert "every counter agrees." in out
@@ -169,9 +174,21 @@ def test_a_live_terminal_frame_redraws_in_place_and_wraps_at_words():
     main, child = pty.openpty()
     env = {**os.environ, "COLUMNS": "60", "LINES": "40"}
     proc = subprocess.Popen(
-        [*COMMAND, "demo", "--duration", "2.5", "--metrics-port", "0",
-         "--faults", "drop=0.5,wrong_id=0.5"],
-        stdin=child, stdout=child, stderr=child, env=env, close_fds=True,
+        [
+            *COMMAND,
+            "demo",
+            "--duration",
+            "2.5",
+            "--metrics-port",
+            "0",
+            "--faults",
+            "drop=0.5,wrong_id=0.5",
+        ],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        env=env,
+        close_fds=True,
     )
     os.close(child)
     chunks = []
@@ -196,7 +213,7 @@ def test_a_live_terminal_frame_redraws_in_place_and_wraps_at_words():
     assert re.search(r"elapsed +\d+\.\d s +remaining +\d+\.\d s", last), last
     assert re.search(r"reading, last \d+ s: ", last), last
     body = last.split("pairwatch demo summary")[0].replace("\x1b[K", "").replace("\x1b[J", "")
-    reading = body[body.index("  reading, last"):].split("Ctrl-C")[0].rstrip().splitlines()
+    reading = body[body.index("  reading, last") :].split("Ctrl-C")[0].rstrip().splitlines()
     assert len(reading) >= 2, reading  # long enough to wrap at 60 columns
     # Every line of the frame fits (the title's URLs included): the terminal never wraps.
     assert all(len(line) <= 59 for line in body.splitlines()), body
@@ -205,21 +222,25 @@ def test_a_live_terminal_frame_redraws_in_place_and_wraps_at_words():
 def test_wrapping_keeps_every_word_whole():
     from pairwatch.cli import view
 
-    text = ("server_id_echo_fault (12 batches): unknown-id responses without missing ones: "
-            "the server rewrote or invented ids; also responses_missing 3, id_type_mismatch 1")
+    text = (
+        "server_id_echo_fault (12 batches): unknown-id responses without missing ones: "
+        "the server rewrote or invented ids; also responses_missing 3, id_type_mismatch 1"
+    )
     label = "  reading, last 5 s: "
     lines = view.wrap(label, text, 50)
     assert lines[0].startswith(label)
     assert all(len(line) <= 50 for line in lines)
     assert all(line.startswith(" " * len(label)) for line in lines[1:])
-    assert " ".join(line.strip() for line in lines)[len(label.strip()) + 1:] == text
+    assert " ".join(line.strip() for line in lines)[len(label.strip()) + 1 :] == text
 
 
 def test_fit_breaks_long_frame_lines_between_words_and_keeps_short_ones():
     from pairwatch.cli import view
 
-    title = ("pairwatch demo  server http://127.0.0.1:4/  metrics http://127.0.0.1:5/metrics "
-             "(port 9464 is in use, so the metrics are on port 5)")
+    title = (
+        "pairwatch demo  server http://127.0.0.1:4/  metrics http://127.0.0.1:5/metrics "
+        "(port 9464 is in use, so the metrics are on port 5)"
+    )
     lines = view.fit([title, "  short"], 60)
     assert lines[-1] == "  short"
     assert all(len(line) <= 60 for line in lines)

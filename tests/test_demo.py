@@ -26,10 +26,24 @@ def totals(text: str) -> dict[str, float]:
 
 def test_demo_moves_the_counters_and_serves_a_clean_page():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pairwatch.cli", "demo", "--duration", "20", "--plain",
-         "--metrics-port", "0", "--rate", "40",
-         "--faults", "drop=0.3,null_id=0.2,wrong_id=0.2,reorder=0.5"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pairwatch.cli",
+            "demo",
+            "--duration",
+            "20",
+            "--plain",
+            "--metrics-port",
+            "0",
+            "--rate",
+            "40",
+            "--faults",
+            "drop=0.3,null_id=0.2,wrong_id=0.2,reorder=0.5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -42,22 +56,36 @@ def test_demo_moves_the_counters_and_serves_a_clean_page():
         while time.monotonic() < deadline:
             text = urllib.request.urlopen(url.group(1), timeout=5).read().decode()
             seen = totals(text)
-            if seen.get("batch_closed_total", 0) >= 20 and seen.get(
-                    "batch_null_id_response_total", 0) > 0:
+            if (
+                seen.get("batch_closed_total", 0) >= 20
+                and seen.get("batch_null_id_response_total", 0) > 0
+            ):
                 break
             time.sleep(0.5)
-        for name in ("batch_closed_total", "batch_requests_total",
-                     "batch_missing_response_total", "batch_unknown_id_response_total",
-                     "batch_null_id_response_total", "batch_out_of_order_total",
-                     "batch_pair_latency_seconds_count", "batch_size_count"):
+        for name in (
+            "batch_closed_total",
+            "batch_requests_total",
+            "batch_missing_response_total",
+            "batch_unknown_id_response_total",
+            "batch_null_id_response_total",
+            "batch_out_of_order_total",
+            "batch_pair_latency_seconds_count",
+            "batch_size_count",
+        ):
             assert seen.get(name, 0) > 0, (name, seen)
         # Every request closes paired or missing: the books balance on the live page.
-        assert seen["batch_pair_latency_seconds_count"] + seen[
-            "batch_missing_response_total"] <= seen["batch_requests_total"]
-        require(shutil.which("promtool") is not None, "promtool",
-                "apt-get install prometheus (done by .ci/run)")
-        check = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
-                               capture_output=True, timeout=30)
+        assert (
+            seen["batch_pair_latency_seconds_count"] + seen["batch_missing_response_total"]
+            <= seen["batch_requests_total"]
+        )
+        require(
+            shutil.which("promtool") is not None,
+            "promtool",
+            "apt-get install prometheus (done by .ci/run)",
+        )
+        check = subprocess.run(
+            ["promtool", "check", "metrics"], input=text, text=True, capture_output=True, timeout=30
+        )
         assert check.returncode == 0, check.stdout + check.stderr
     finally:
         proc.terminate()
@@ -71,9 +99,16 @@ def test_demo_moves_the_counters_and_serves_a_clean_page():
 
 ROW = re.compile(r"^  (?P<label>[a-z -]+?) +(?P<want>\d+) +(?P<got>\d+)  (?P<mark>\S+)$")
 LABELS = {
-    "batches closed", "requests sent", "unknown-id responses", "missing responses",
-    "null-id responses", "count-mismatch batches", "out-of-order batches",
-    "duplicate ids sent", "invalid responses", "protocol violations",
+    "batches closed",
+    "requests sent",
+    "unknown-id responses",
+    "missing responses",
+    "null-id responses",
+    "count-mismatch batches",
+    "out-of-order batches",
+    "duplicate ids sent",
+    "invalid responses",
+    "protocol violations",
 }
 
 
@@ -94,22 +129,61 @@ def check_rows(out: str) -> list[tuple[str, int, int, str]]:
 # batch, batches of one; each with the client's own duplicate-id bug.
 MIXES = [
     ("default", [], 8, 1),
-    ("overlapping", ["--faults", "drop=0.5,duplicate=0.5,null_id=0.5,wrong_id=0.3,"
-                     "id_type=0.3,reorder:mode=shuffle=0.5,bad_version=0.3"], 3, 7),
-    ("broken bodies", ["--faults", "cut=0.2,cut:count=2=0.1,unparseable=0.2,reorder=0.5,"
-                       "single_for_batch=0.2,both_result_error=0.3"], 5, 11),
-    ("batches of one", ["--faults", "drop=0.4,single_for_batch=0.3,duplicate=0.3,null_id=0.2"],
-     1, 23),
+    (
+        "overlapping",
+        [
+            "--faults",
+            "drop=0.5,duplicate=0.5,null_id=0.5,wrong_id=0.3,"
+            "id_type=0.3,reorder:mode=shuffle=0.5,bad_version=0.3",
+        ],
+        3,
+        7,
+    ),
+    (
+        "broken bodies",
+        [
+            "--faults",
+            "cut=0.2,cut:count=2=0.1,unparseable=0.2,reorder=0.5,"
+            "single_for_batch=0.2,both_result_error=0.3",
+        ],
+        5,
+        11,
+    ),
+    (
+        "batches of one",
+        ["--faults", "drop=0.4,single_for_batch=0.3,duplicate=0.3,null_id=0.2"],
+        1,
+        23,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("mix", "faults", "batch_size", "seed"), MIXES, ids=[m[0] for m in MIXES])
 def test_the_summary_matches_the_servers_record_exactly(mix, faults, batch_size, seed):
     done = subprocess.run(
-        [sys.executable, "-m", "pairwatch", "demo", "--duration", "2", "--plain",
-         "--metrics-port", "0", "--rate", "60", "--client-bug", "0.3",
-         "--batch-size", str(batch_size), "--seed", str(seed), *faults],
-        capture_output=True, text=True, timeout=90,
+        [
+            sys.executable,
+            "-m",
+            "pairwatch",
+            "demo",
+            "--duration",
+            "2",
+            "--plain",
+            "--metrics-port",
+            "0",
+            "--rate",
+            "60",
+            "--client-bug",
+            "0.3",
+            "--batch-size",
+            str(batch_size),
+            "--seed",
+            str(seed),
+            *faults,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -32,20 +32,28 @@ def scrape(url: str) -> tuple[str, dict[str, list]]:
 
 
 def total(samples, name, **labels) -> float:
-    return sum(s.value for s in samples.get(name, [])
-               if all(s.labels.get(k) == v for k, v in labels.items()))
+    return sum(
+        s.value
+        for s in samples.get(name, [])
+        if all(s.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 def test_names_and_exact_values(endpoint):
     provider, url, _ = endpoint
-    channel = pairwatch.open_channel(bound=True, transport="http", server_address="node",
-                                     meter_provider=provider, spans=False)
+    channel = pairwatch.open_channel(
+        bound=True, transport="http", server_address="node", meter_provider=provider, spans=False
+    )
     channel.sent(dumps([req(1, "a"), req(2, "b"), req(3, "b")]))
     channel.received(dumps([res(3), err(None, -32600, "Invalid Request"), res(99)]))
     channel.close("body_end")
     _, s = scrape(url)
-    common = {"rpc_system_name": "jsonrpc", "pairwatch_transport": "http",
-              "server_address": "node", "jsonrpc_batch": "true"}
+    common = {
+        "rpc_system_name": "jsonrpc",
+        "pairwatch_transport": "http",
+        "server_address": "node",
+        "jsonrpc_batch": "true",
+    }
     assert total(s, "batch_requests_total", **common) == 3
     assert total(s, "batch_unknown_id_response_total", **common) == 1
     assert total(s, "batch_null_id_response_total", **common) == 1
@@ -64,8 +72,11 @@ def test_binds_loopback_by_default(endpoint):
 
 
 def test_page_passes_promtool_check_metrics(endpoint):
-    require(shutil.which("promtool") is not None, "promtool",
-            "apt-get install prometheus (done by .ci/run)")
+    require(
+        shutil.which("promtool") is not None,
+        "promtool",
+        "apt-get install prometheus (done by .ci/run)",
+    )
     provider, url, _ = endpoint
     channel = pairwatch.open_channel(bound=True, meter_provider=provider, spans=False)
     channel.sent(dumps([req(1), req(2)]))
@@ -73,7 +84,8 @@ def test_page_passes_promtool_check_metrics(endpoint):
     channel.close("body_end")
     text, _ = scrape(url)
     assert "batch_closed_total" in text
-    out = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
-                         capture_output=True, timeout=30)
+    out = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, text=True, capture_output=True, timeout=30
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip() == "", out.stdout

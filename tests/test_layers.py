@@ -40,6 +40,12 @@ FORBIDDEN = {
     "channel": ("pairwatch.integrations", "pairwatch.api", "pairwatch.instrumentor",
                 "pairwatch.audit", "pairwatch.cli", "pairwatch.chaos"),
     "chaos": ("pairwatch.pairing", "pairwatch.otel", "pairwatch.channel"),
+    # The middleware stands where integrations stand: it may use the channel and the
+    # integrations' body tap, never the client-patching surface above them.
+    "server": ("pairwatch.api", "pairwatch.instrumentor", "pairwatch.audit", "pairwatch.cli",
+               "pairwatch.chaos"),
+    "integrations": ("pairwatch.server", "pairwatch.api", "pairwatch.audit", "pairwatch.cli",
+                     "pairwatch.chaos"),
 }  # fmt: skip
 
 

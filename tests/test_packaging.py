@@ -36,22 +36,31 @@ def shipped_files() -> dict[str, bytes]:
 
 
 def exported(target: Path) -> dict[str, bytes]:
-    return {p.relative_to(target).as_posix(): p.read_bytes()
-            for p in sorted(target.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(target).as_posix(): p.read_bytes()
+        for p in sorted(target.rglob("*"))
+        if p.is_file()
+    }
 
 
 def promtool_checks(target: Path) -> None:
     require(shutil.which("promtool") is not None, "promtool", PROMTOOL)
     rules = sorted(str(p) for p in (target / "rules").glob("*.yaml"))
     assert len(rules) >= 2, rules
-    check = subprocess.run(["promtool", "check", "rules", *rules],
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        ["promtool", "check", "rules", *rules], capture_output=True, text=True, timeout=60
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("SUCCESS") == len(rules), check.stdout
     tests = sorted(str(p) for p in (target / "rules" / "tests").glob("*.yaml"))
     if tests:
-        done = subprocess.run(["promtool", "test", "rules", *tests], cwd=target / "rules",
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["promtool", "test", "rules", *tests],
+            cwd=target / "rules",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -65,8 +74,12 @@ def test_export_from_a_checkout_writes_every_shipped_file_and_the_rules_pass_pro
     done = run("dashboards", "export", str(target))
     assert done.returncode == 0, done.stderr
     want = shipped_files()
-    assert {"pairwatch.json", "runbook.md", "rules/pairwatch-alerts.yaml",
-            "rules/pairwatch-recording.yaml"} <= set(want)
+    assert {
+        "pairwatch.json",
+        "runbook.md",
+        "rules/pairwatch-alerts.yaml",
+        "rules/pairwatch-recording.yaml",
+    } <= set(want)
     assert exported(target) == want
     assert sorted(done.stdout.splitlines()) == sorted(str(target / name) for name in want)
     promtool_checks(target)
@@ -95,8 +108,9 @@ def test_export_refuses_to_overwrite_without_force(tmp_path):
     (tmp_path / "runbook.md").write_text("our own notes\n")
     again = run("dashboards", "export", str(tmp_path))
     assert again.returncode == 2
-    assert again.stderr == (f"pairwatch dashboards: error: {tmp_path / 'README.md'} exists "
-                            "(use --force to overwrite)\n")
+    assert again.stderr == (
+        f"pairwatch dashboards: error: {tmp_path / 'README.md'} exists (use --force to overwrite)\n"
+    )
     assert (tmp_path / "runbook.md").read_text() == "our own notes\n"
     forced = run("dashboards", "export", str(tmp_path), "--force")
     assert forced.returncode == 0, forced.stderr
@@ -106,8 +120,9 @@ def test_export_refuses_to_overwrite_without_force(tmp_path):
 def test_a_bad_runbook_url_is_one_line(tmp_path):
     done = run("dashboards", "export", str(tmp_path), "--runbook-url", "runbook.md")
     assert done.returncode == 2
-    assert done.stderr == ("pairwatch dashboards: error: --runbook-url 'runbook.md' is not an "
-                           "http(s) URL\n")
+    assert done.stderr == (
+        "pairwatch dashboards: error: --runbook-url 'runbook.md' is not an http(s) URL\n"
+    )
     assert not any(tmp_path.iterdir())
 
 
@@ -116,9 +131,21 @@ def wheel(tmp_path_factory) -> Path:
     need("hatchling", "pip install 'pairwatch[test]' (hatchling builds the wheel offline)")
     out = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(out), str(REPO)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stdout + build.stderr
     (found,) = out.glob("pairwatch-*.whl")
@@ -138,8 +165,11 @@ def test_the_wheel_carries_the_dashboards_license_and_metadata(wheel):
     assert "Apache License" in license_text
     assert "Version 2.0, January 2004" in license_text
     assert "License-Expression: Apache-2.0" in metadata
-    for classifier in ("Programming Language :: Python :: 3.10", "Development Status :: ",
-                       "Typing :: Typed"):
+    for classifier in (
+        "Programming Language :: Python :: 3.10",
+        "Development Status :: ",
+        "Typing :: Typed",
+    ):
         assert f"Classifier: {classifier}" in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     assert "Provides-Extra: httpx" in metadata
@@ -148,24 +178,50 @@ def test_the_wheel_carries_the_dashboards_license_and_metadata(wheel):
 
 def test_a_pip_user_exports_the_dashboards_from_the_installed_wheel(wheel, tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
     python = venv / "bin" / "python"
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-index", "--disable-pip-version-check", str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert install.returncode == 0, install.stdout + install.stderr
     # The dependencies come from this environment's site-packages (read-only, appended after
     # the new venv's own, so the installed wheel wins); the checkout's src/ is not visible.
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig."
-                                "get_paths()['purelib'])"], capture_output=True, text=True,
-                               check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (site / "deps.pth").write_text("\n".join(sorted(deps)) + "\n")
-    where = subprocess.run([str(python), "-c", "import pairwatch, sys; print(pairwatch.__file__);"
-                            "print(str(sys.path))"], capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import pairwatch, sys; print(pairwatch.__file__);print(str(sys.path))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert where.stdout.startswith(str(site)), where.stdout
     assert str(REPO / "src") not in where.stdout
 

@@ -69,8 +69,13 @@ def test_serve_metrics_is_documented_with_its_real_defaults():
     assert signature.parameters["port"].default == 9464
     assert signature.parameters["addr"].default == "127.0.0.1"
     assert 'serve_metrics(port=9464, addr="127.0.0.1")' in section("Export the metrics")
-    for variable in ("OTEL_METRICS_EXPORTER", "OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME",
-                     "OTEL_EXPORTER_PROMETHEUS_PORT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+    for variable in (
+        "OTEL_METRICS_EXPORTER",
+        "OTEL_TRACES_EXPORTER",
+        "OTEL_SERVICE_NAME",
+        "OTEL_EXPORTER_PROMETHEUS_PORT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ):
         assert variable in section("Export the metrics"), variable
     assert "opentelemetry-distro" in section("Export the metrics")
 
@@ -78,8 +83,12 @@ def test_serve_metrics_is_documented_with_its_real_defaults():
 def test_the_demo_table_names_every_flag_and_fault_kind_the_command_has():
     demo = section("The demo")
     documented = set(re.findall(r"`(--[a-z-]+)", demo))
-    help_text = subprocess.run([sys.executable, "-m", "pairwatch", "demo", "--help"],
-                               capture_output=True, text=True, check=True).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "pairwatch", "demo", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     real = set(re.findall(r"(--[a-z][a-z-]+)", help_text)) - {"--help"}
     assert documented == real
     kinds_row = next(line for line in demo.splitlines() if line.startswith("| `--faults"))

@@ -31,14 +31,16 @@ def scrape(url: str) -> dict[str, float]:
 
 
 def batch(*ids: int) -> bytes:
-    return json.dumps([{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [i]}
-                       for i in ids]).encode()
+    return json.dumps(
+        [{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [i]} for i in ids]
+    ).encode()
 
 
 def test_an_app_serves_its_pairing_counters_for_prometheus():
-    with pairwatch.serve_metrics(port=0) as metrics, ChaosServer(
-        [Fault("drop", indices=(1,)), Fault("reorder")]
-    ) as server:
+    with (
+        pairwatch.serve_metrics(port=0) as metrics,
+        ChaosServer([Fault("drop", indices=(1,)), Fault("reorder")]) as server,
+    ):
         assert metrics.url == f"http://127.0.0.1:{metrics.port}/metrics"
         client = pairwatch.instrument(httpx.Client(), meter_provider=metrics.meter_provider)
         try:
@@ -91,9 +93,10 @@ def test_the_documented_module_paths_resolve_after_import_pairwatch():
     import subprocess
     import sys
 
-    code = ("import pairwatch; print(pairwatch.serve_metrics.__module__, "
-            "pairwatch.otel.exposition.serve.__name__, 'serve_metrics' in pairwatch.__all__)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import pairwatch; print(pairwatch.serve_metrics.__module__, "
+        "pairwatch.otel.exposition.serve.__name__, 'serve_metrics' in pairwatch.__all__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "pairwatch.endpoint serve True\n"

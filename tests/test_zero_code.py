@@ -36,11 +36,13 @@ def test_opentelemetry_instrument_with_the_distro_exports_the_counters(tmp_path)
     cli = Path(sys.executable).parent / "opentelemetry-instrument"
     assert cli.exists(), INSTALL
     port = free_port()
-    batch = json.dumps([{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [i]}
-                        for i in (1, 2, 3)])
+    batch = json.dumps(
+        [{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [i]} for i in (1, 2, 3)]
+    )
     with ChaosServer([Fault("drop", indices=(0,))]) as server:
         app = tmp_path / "app.py"
-        app.write_text(textwrap.dedent(f"""
+        app.write_text(
+            textwrap.dedent(f"""
             import urllib.request
             import httpx
 
@@ -48,7 +50,8 @@ def test_opentelemetry_instrument_with_the_distro_exports_the_counters(tmp_path)
                        headers={{"Content-Type": "application/json"}})
             page = urllib.request.urlopen("http://127.0.0.1:{port}/metrics", timeout=10)
             print(page.read().decode())
-        """))
+        """)
+        )
         env = {
             **os.environ,
             "OTEL_METRICS_EXPORTER": "prometheus",
@@ -58,8 +61,13 @@ def test_opentelemetry_instrument_with_the_distro_exports_the_counters(tmp_path)
             "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
             "OTEL_EXPORTER_PROMETHEUS_PORT": str(port),
         }
-        done = subprocess.run([str(cli), sys.executable, str(app)], env=env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [str(cli), sys.executable, str(app)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(done.stdout):

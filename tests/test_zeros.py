@@ -18,6 +18,7 @@ BASE = {
     "rpc.system.name": "jsonrpc",
     "pairwatch.transport": "http",
     "pairwatch.integration": "manual",
+    "pairwatch.side": "client",
     "server.address": "node",
     "jsonrpc.batch": "true",
 }
@@ -131,6 +132,7 @@ def test_prometheus_page_shows_zero_then_the_first_fault(endpoint):
     labels = (
         ("jsonrpc_batch", "true"),
         ("pairwatch_integration", "manual"),
+        ("pairwatch_side", "client"),
         ("pairwatch_transport", "http"),
         ("rpc_system_name", "jsonrpc"),
         ("server_address", "node"),

@@ -16,6 +16,11 @@ To let Prometheus scrape the metrics from this process::
     metrics = pairwatch.serve_metrics(port=9464)         # http://127.0.0.1:9464/metrics
     pairwatch.instrument(client, meter_provider=metrics.meter_provider)
 
+A JSON-RPC server keeps its own side of the same books (labelled ``pairwatch.side="server"``)::
+
+    app = pairwatch.PairwatchMiddleware(app)             # ASGI: Starlette, FastMCP, ...
+    app = pairwatch.PairwatchWSGIMiddleware(app)         # WSGI: Flask, waitress, ...
+
 To stop observing at run time (a kill switch for an incident, or a benchmark)::
 
     pairwatch.disable()      # every wrapper passes straight through; nothing is counted
@@ -34,6 +39,8 @@ For clients no integration covers, feed a channel by hand::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pairwatch import config as _config
 from pairwatch import forks as _forks  # noqa: F401 - registers the fork hooks
 from pairwatch._version import __version__
@@ -50,6 +57,8 @@ if _config.starts_disabled():  # PAIRWATCH_ENABLED=false, or OTEL_SDK_DISABLED=t
 __all__ = [
     "Channel",
     "Options",
+    "PairwatchMiddleware",
+    "PairwatchWSGIMiddleware",
     "__version__",
     "diagnosis",
     "disable",
@@ -62,3 +71,18 @@ __all__ = [
     "serve_metrics",
     "uninstrument",
 ]
+
+if TYPE_CHECKING:
+    from pairwatch.server import PairwatchMiddleware, PairwatchWSGIMiddleware
+
+_SERVER = frozenset({"PairwatchMiddleware", "PairwatchWSGIMiddleware"})
+
+
+def __getattr__(name: str) -> Any:
+    """The middleware loads on first use: ``import pairwatch`` in a client process must not
+    load the server side (nor the HTTP tap it shares with the integrations)."""
+    if name in _SERVER:
+        from pairwatch import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'pairwatch' has no attribute {name!r}")

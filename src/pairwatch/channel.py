@@ -23,7 +23,7 @@ from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
 from pairwatch.otel.shared import TelemetryCache
-from pairwatch.otel.spans import SpanAttributes
+from pairwatch.otel.spans import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis, wire
 from pairwatch.pairing.ledger import Ledger, Limits
@@ -59,6 +59,14 @@ class Options:
     ``timeout``: it waits as long as its client's own read timeout, restarted on every chunk
     received (forever when the client has none, until the body ends or the response is
     dropped), so a long call the client still awaits is never counted missing.
+
+    ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
+    that has none, so a server running pairwatch's middleware joins the trace.
+
+    Child spans stay within what an exporter can take: at most ``max_child_spans`` per batch
+    (abnormal ids first, the rest counted on the batch span), or with ``child_spans=
+    "abnormal"`` only for ids that went missing, were duplicated, got an error or an invalid
+    reply, or took ``slow_span_seconds`` or longer.
     """
 
     timeout: float = 30.0
@@ -77,6 +85,15 @@ class Options:
     late_ids: int = 1024
     late_age: float = 300.0
     method_timeouts: Mapping[str, float] | None = None
+    propagate: bool = True
+    max_child_spans: int = 1024
+    child_spans: str = "all"  # or "abnormal"
+    slow_span_seconds: float = 1.0
+
+    def span_policy(self) -> SpanPolicy:
+        return SpanPolicy(
+            self.max_child_spans, self.child_spans == "abnormal", self.slow_span_seconds
+        )
 
     def limits(self) -> Limits:
         return Limits(
@@ -139,7 +156,7 @@ def _build_telemetry(options: Options) -> Telemetry:
 class _Sink:
     """Adapts ledger events to telemetry, and logs each diagnosis kind once per minute."""
 
-    __slots__ = ("capture", "labels", "on_closed", "span_attributes", "telemetry")
+    __slots__ = ("capture", "labels", "on_closed", "policy", "span_attributes", "telemetry")
 
     def __init__(
         self,
@@ -148,7 +165,9 @@ class _Sink:
         on_closed: Callable[[Batch], None] | None = None,
         span_attributes: SpanAttributes | None = None,
         capture: Capture | None = None,
+        policy: SpanPolicy | None = None,
     ) -> None:
+        self.policy = policy or SpanPolicy()
         self.telemetry = telemetry
         self.labels = labels
         self.on_closed = on_closed
@@ -159,7 +178,7 @@ class _Sink:
         try:
             if self.capture is not None:
                 self.capture.attach(batch)
-            self.telemetry.batch_closed(self.labels, batch, self.span_attributes)
+            self.telemetry.batch_closed(self.labels, batch, self.span_attributes, self.policy)
         except Exception as exc:  # a broken meter, tracer or span processor
             # Caught per batch, so the other batches closed by the same call still report.
             guard.report("telemetry", exc, self.telemetry.internal_error)
@@ -246,17 +265,23 @@ class Channel:
         bound: bool = False,
         options: Options | None = None,
         span_attributes: SpanAttributes | None = None,
+        side: str = "client",
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
-        self._labels = labels = self.telemetry.labels(transport, integration, server_address)
+        self._labels = labels = self.telemetry.labels(transport, integration, server_address, side)
         self._capture = (
             Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
             if options.capture_payloads
             else None
         )
         self._sink = _Sink(
-            self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture
+            self.telemetry,
+            labels,
+            options.on_batch_closed,
+            span_attributes,
+            self._capture,
+            options.span_policy(),
         )
         self._bound = bound
         self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
@@ -277,15 +302,23 @@ class Channel:
         return self.sent_parsed(parsed, payload)
 
     def sent_parsed(
-        self, payload: wire.Payload, raw: object = None, timeout: float | None = None
+        self,
+        payload: wire.Payload,
+        raw: object = None,
+        timeout: float | None = None,
+        parent: otel_context.Context | None = None,
     ) -> Batch | None:
         """Like :meth:`sent` for integrations that already classified the payload; ``raw``
         (the payload as sent) is only read when payload capture is on; ``timeout`` replaces
-        :attr:`Options.timeout` for this batch (an HTTP client's own read timeout)."""
+        :attr:`Options.timeout` for this batch (an HTTP client's own read timeout); ``parent``
+        is the batch span's parent instead of the current context (the server middleware's
+        propagated ``traceparent``)."""
         if not switch.on:  # pairwatch.disable(): nothing is recorded
             return None
         try:
-            ctx = otel_context.get_current() if self.telemetry.spans else None
+            ctx = None
+            if self.telemetry.spans:
+                ctx = otel_context.get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
             return self.ledger.sent(payload, ctx, timeout)
@@ -385,6 +418,7 @@ class Channel:
                 transport,
                 integration if integration is not None else old.base.get(INTEGRATION, "manual"),
                 server_address if server_address is not None else old.base.get(SERVER_ADDRESS),
+                old.side,
             )
         except Exception as exc:
             guard.report("relabel", exc, self.telemetry.internal_error)
@@ -410,6 +444,7 @@ def open_channel(
     bound: bool = False,
     options: Options | None = None,
     span_attributes: SpanAttributes | None = None,
+    side: str = "client",
     **settings: object,
 ) -> Channel:
     """Open a channel by hand, for clients that no integration covers.
@@ -426,6 +461,7 @@ def open_channel(
         bound=bound,
         options=options,
         span_attributes=span_attributes,
+        side=side,
     )
 
 

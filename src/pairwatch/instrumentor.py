@@ -1,4 +1,4 @@
-"""``PairwatchInstrumentor``: every client of every installed HTTP library, process-wide.
+"""``PairwatchInstrumentor``: every client of every installed library it knows, process-wide.
 
 An OpenTelemetry ``BaseInstrumentor``, registered under the ``opentelemetry_instrumentor``
 entry point, so ``opentelemetry-instrument python app.py`` turns it on with the other
@@ -17,9 +17,11 @@ BaseInstrumentor refuses to instrument when any listed dependency is missing.
 
 Clients instrumented one by one with ``pairwatch.instrument(client)`` keep their own
 settings: their exchanges are tracked once, by their own wrapper.  web3's HTTP providers are
-covered through requests and aiohttp; a web3 ``WebSocketProvider`` and ``websockets``
-connections are per-instance only (``pairwatch.instrument(obj)``): their integrations have no
-class-level targets.
+covered through requests and aiohttp.  With ``mcp`` installed, every MCP ``ClientSession`` is
+instrumented as it is made (its transports' own HTTP requests are then never counted by the
+HTTP wrappers: the session pairs their replies wherever they arrive).  A web3
+``WebSocketProvider`` and ``websockets`` connections are per-instance only
+(``pairwatch.instrument(obj)``): their integrations have no class-level targets.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def test_runbook_url_moves_every_link(grafana_sdk: None, tmp_path: Path) -> None
     board = json.loads((tmp_path / "pairwatch.json").read_text(encoding="utf-8"))
     links = [link["url"] for p in board["panels"] for link in p.get("links", [])]
     links += [link["url"] for link in board["links"]]
-    assert len(links) == 19  # 18 panels and the dashboard's own link
+    assert len(links) == 20  # 19 panels and the dashboard's own link
     assert all(link.startswith(base) for link in links)
     # Nothing of the committed default is left behind.
     text = rules + json.dumps(board)

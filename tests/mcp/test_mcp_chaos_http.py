@@ -62,9 +62,10 @@ def upstream() -> Iterator[str]:
 
 
 async def run_fault(url: str, otel: Otel, key: tuple[str, str], seen: dict) -> None:
-    async with streamable_http_client(url) as (r, w), ClientSession(
-        r, w, read_timeout_seconds=10
-    ) as s:
+    async with (
+        streamable_http_client(url) as (r, w),
+        ClientSession(r, w, read_timeout_seconds=10) as s,
+    ):
         pairwatch.instrument(
             s, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
         )

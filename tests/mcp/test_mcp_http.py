@@ -40,9 +40,10 @@ def sse_transport() -> Iterator[str]:
 @contextlib.asynccontextmanager
 async def session(url: str, otel: Otel | None) -> AsyncIterator[ClientSession]:
     transport = sse_client(url) if url.endswith("/sse") else streamable_http_client(url)
-    async with transport as (r, w), ClientSession(
-        r, w, sampling_callback=sampling, read_timeout_seconds=10
-    ) as s:
+    async with (
+        transport as (r, w),
+        ClientSession(r, w, sampling_callback=sampling, read_timeout_seconds=10) as s,
+    ):
         if otel is not None:
             pairwatch.instrument(
                 s, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider

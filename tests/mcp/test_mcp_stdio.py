@@ -129,4 +129,3 @@ def test_detection_is_lazy_and_refuses_what_it_cannot_pair():
     assert mcp_integration.detect(client)
     with pytest.raises(TypeError, match="enter the mcp Client first"):
         pairwatch.instrument(client)
-

@@ -78,7 +78,8 @@ class Books:
 
     def total(self, field: str) -> int:
         return sum(getattr(b, field) for b in self.batches) + sum(
-            getattr(t, field, 0) for t in self.strays  # a stray tally pairs nothing
+            getattr(t, field, 0)
+            for t in self.strays  # a stray tally pairs nothing
         )
 
     def invalid(self, reasons: set[str]) -> int:

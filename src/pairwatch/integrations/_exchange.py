@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from opentelemetry import propagate, trace
+
 from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations._calls import Args, Kwargs
@@ -133,10 +135,27 @@ def _begin(
         host = host_of(request.url)
         timeout = request.read_timeout
         channel = start_exchange(payload, options, client.integration, host, request.body, timeout)
+        if options.propagate and request.headers is not None:
+            inject_context(request.headers)
         return Exchange(channel, payload, timeout, request.body)
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
+
+
+def inject_context(headers: Any) -> None:
+    """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
+    instrumentations do, so the server's batch span joins this trace.
+
+    Nothing is added without a current span (an untraced request goes out unchanged), nor
+    over a header the caller or another instrumentation already set.
+    """
+    if not trace.get_current_span().get_span_context().is_valid:
+        return
+    propagator = propagate.get_global_textmap()
+    if any(field in headers for field in propagator.fields):
+        return
+    propagator.inject(headers)
 
 
 def _begin_streamed(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
@@ -122,6 +122,9 @@ class Request:
     decoded: bool = False
     parsed: wire.Payload | None = None
     read_timeout: float | None = None
+    headers: Any = None
+    """The library's own mutable header mapping of this request, where trace context can be
+    added (None where the library keeps none pairwatch may write to)."""
 
 
 @dataclass(frozen=True)

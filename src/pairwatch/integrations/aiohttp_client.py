@@ -141,6 +141,34 @@ def _tee(inner: Any, tap: Tap) -> Any:
     return obj
 
 
+class _CallHeaders:
+    """The ``headers=`` argument of one aiohttp call, as a place to add trace context.
+
+    aiohttp takes headers per call, often as a mapping the caller reuses: adding to it would
+    leak one request's ``traceparent`` into the next.  So a key is added to a copy (a
+    ``CIMultiDict``, which keeps repeated headers), put in this call's arguments only.
+    """
+
+    __slots__ = ("_kwargs",)
+
+    def __init__(self, kwargs: Kwargs) -> None:
+        self._kwargs = kwargs
+
+    def __contains__(self, key: object) -> bool:
+        headers = self._kwargs.get("headers")
+        if not headers or not isinstance(key, str):
+            return False
+        names = headers.keys() if hasattr(headers, "keys") else (k for k, _ in headers)
+        return key.lower() in {str(k).lower() for k in names}
+
+    def __setitem__(self, key: str, value: str) -> None:
+        from multidict import CIMultiDict
+
+        headers: CIMultiDict[str] = CIMultiDict(self._kwargs.get("headers") or {})
+        headers[key] = value
+        self._kwargs["headers"] = headers
+
+
 class _Aiohttp(HttpClient):
     """The body is ``data=`` or ``json=``; ``response.content`` is replaced by the tee."""
 
@@ -151,10 +179,13 @@ class _Aiohttp(HttpClient):
         if host_of(url) is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)
         timeout = _read_timeout(kwargs.get("timeout"), instance)
+        headers = _CallHeaders(kwargs)
         if kwargs.get("data") is not None:
-            return Request(kwargs["data"], url, read_timeout=timeout)
+            return Request(kwargs["data"], url, read_timeout=timeout, headers=headers)
         body = kwargs.get("json")
-        return None if body is None else Request(body, url, decoded=True, read_timeout=timeout)
+        if body is None:
+            return None
+        return Request(body, url, decoded=True, read_timeout=timeout, headers=headers)
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         decompress = kwargs.get("auto_decompress")

@@ -174,12 +174,18 @@ class _Httpx(HttpClient):
         timeout = _read_timeout(request)
         followed = _REDIRECTED.pop(request, None)
         if followed is not None:  # the caller sends a redirect's next_request itself
-            return Request(followed[1], request.url, parsed=followed[0], read_timeout=timeout)
+            return Request(
+                followed[1],
+                request.url,
+                parsed=followed[0],
+                read_timeout=timeout,
+                headers=request.headers,
+            )
         try:
             body = request.content  # raises for a streaming request body: not ours
         except Exception:
             return None
-        return Request(body, request.url, read_timeout=timeout)
+        return Request(body, request.url, read_timeout=timeout, headers=request.headers)
 
     def stream_request(
         self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed

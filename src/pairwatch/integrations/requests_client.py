@@ -33,7 +33,12 @@ class _Requests(HttpClient):
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         prepared = argument(args, kwargs, 0, "request")
         body = getattr(prepared, "body", None)
-        return Request(body, getattr(prepared, "url", None), read_timeout=_read_timeout(kwargs))
+        return Request(
+            body,
+            getattr(prepared, "url", None),
+            read_timeout=_read_timeout(kwargs),
+            headers=getattr(prepared, "headers", None),
+        )
 
     def stream_request(
         self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -35,6 +36,7 @@ from opentelemetry.sdk.metrics.export import (
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Exemplar
 
 from pairwatch.otel.vocabulary import label_name, prometheus_name
 
@@ -95,11 +97,24 @@ def translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
         points: Iterable[HistogramDataPoint] = data.data_points
         for hp in points:
             labels = _labels(hp.attributes)
+            exemplars = _exemplars(hp)
             running = 0
-            for bound, count in zip(hp.explicit_bounds, hp.bucket_counts, strict=False):
+            for i, (bound, count) in enumerate(
+                zip(hp.explicit_bounds, hp.bucket_counts, strict=False)
+            ):
                 running += count
-                family.add_sample(base + "_bucket", {**labels, "le": _le(bound)}, running)
-            family.add_sample(base + "_bucket", {**labels, "le": "+Inf"}, hp.count)
+                family.add_sample(
+                    base + "_bucket",
+                    {**labels, "le": _le(bound)},
+                    running,
+                    exemplar=exemplars.get(i),
+                )
+            family.add_sample(
+                base + "_bucket",
+                {**labels, "le": "+Inf"},
+                hp.count,
+                exemplar=exemplars.get(len(hp.explicit_bounds)),
+            )
             family.add_sample(base + "_count", labels, hp.count)
             family.add_sample(base + "_sum", labels, hp.sum)
         yield family
@@ -141,6 +156,22 @@ def _exponential_buckets(point: ExponentialHistogramDataPoint) -> Iterator[tuple
     for k, count in enumerate(positive.bucket_counts):
         running += count
         yield _le(math.pow(2.0, (positive.offset + k + 1) * step)), running
+
+
+def _exemplars(point: HistogramDataPoint) -> dict[int, Exemplar]:
+    """The SDK's exemplars by bucket index, as OpenMetrics writes them (trace and span id
+    as labels), so that a scrape links a latency bucket to the trace of a batch in it."""
+    out: dict[int, Exemplar] = {}
+    for e in getattr(point, "exemplars", None) or ():
+        if not e.trace_id or not e.span_id:
+            continue
+        index = bisect_left(list(point.explicit_bounds), e.value)
+        out[index] = Exemplar(
+            {"trace_id": f"{e.trace_id:032x}", "span_id": f"{e.span_id:016x}"},
+            e.value,
+            e.time_unix_nano / 1e9 if e.time_unix_nano else None,
+        )
+    return out
 
 
 def _le(bound: float) -> str:

@@ -22,6 +22,8 @@ from pairwatch.otel.names import (
     RPC_METHOD,
     RPC_SYSTEM_NAME,
     SERVER_ADDRESS,
+    SIDE,
+    SIDES,
     TRANSPORT,
 )
 
@@ -68,13 +70,19 @@ class Labels:
     batch after the first.
     """
 
-    __slots__ = ("base", "by_batch", "extras", "method_attrs", "zeroed", "zeroed_methods")
+    __slots__ = ("base", "by_batch", "extras", "method_attrs", "side", "zeroed", "zeroed_methods")
 
-    def __init__(self, transport: str, integration: str, server_address: str | None) -> None:
+    def __init__(
+        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+    ) -> None:
+        # Two values only: anything else is a caller's mistake, and counting it as client
+        # keeps the label bounded rather than raising into a channel being opened.
+        self.side = side if side in SIDES else "client"
         base: dict[str, str] = {
             RPC_SYSTEM_NAME: "jsonrpc",
             TRANSPORT: transport,
             INTEGRATION: integration,
+            SIDE: self.side,
         }
         if server_address:
             base[SERVER_ADDRESS] = server_address
@@ -120,20 +128,22 @@ class LabelCache:
     rebuilt, never lost: the exported series live in the SDK, not here.
     """
 
-    def __init__(self, build: Callable[[str, str, str | None], Labels], cap: int) -> None:
+    def __init__(self, build: Callable[[str, str, str | None, str], Labels], cap: int) -> None:
         self._build = build
         self.cap = cap
-        self._sets: OrderedDict[tuple[str, str, str | None], Labels] = OrderedDict()
+        self._sets: OrderedDict[tuple[str, str, str | None, str], Labels] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, transport: str, integration: str, server_address: str | None) -> Labels:
-        key = (transport, integration, server_address)
+    def get(
+        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+    ) -> Labels:
+        key = (transport, integration, server_address, side)
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
                 self._sets.move_to_end(key)
                 return found
-            found = self._sets[key] = self._build(transport, integration, server_address)
+            found = self._sets[key] = self._build(transport, integration, server_address, side)
             if len(self._sets) > self.cap:
                 self._sets.popitem(last=False)
             return found

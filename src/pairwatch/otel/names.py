@@ -17,6 +17,11 @@ JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 SERVER_ADDRESS: Final = "server.address"
 TRANSPORT: Final = "pairwatch.transport"
 INTEGRATION: Final = "pairwatch.integration"
+SIDE: Final = "pairwatch.side"
+"""Which end kept the books: ``client`` (an instrumented client) or ``server`` (the ASGI/WSGI
+middleware).  The same metric names on both ends, told apart by this one bounded attribute,
+so a dashboard or rule can set the two views of one server against each other."""
+SIDES: Final = ("client", "server")
 IS_BATCH: Final = "jsonrpc.batch"
 DIAGNOSIS: Final = "pairwatch.diagnosis"
 CLOSE_REASON: Final = "pairwatch.close_reason"

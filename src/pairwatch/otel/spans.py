@@ -3,6 +3,11 @@
 Spans are made after the fact, with the start and end times the ledger recorded, so nothing
 here runs while a request is in flight.  They nest under whatever span was current when the
 batch was sent (the channel keeps that context on the batch).
+
+The batch span asks the sampler; children follow its decision.  With the SDK's own tracer
+and processors, children are handed over finished (:mod:`pairwatch.otel.span_fast`).  A
+:class:`SpanPolicy` keeps them within what an exporter can take: at most ``max_children``
+per batch (abnormal ids first; the rest counted on the batch span), or only abnormal ids.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from pairwatch.otel import span_fast
 from pairwatch.otel.labels import Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
@@ -26,9 +32,63 @@ from pairwatch.otel.names import (
     RPC_METHOD,
     RPC_RESPONSE_STATUS_CODE,
     RPC_SYSTEM_NAME,
+    SIDE,
 )
 from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
+
+
+class SpanPolicy:
+    """Which request ids of a batch get a child span.
+
+    ``max_children`` caps the children of one batch: a 10,000-element batch would otherwise
+    overflow the SDK's default batch processor queue (2,048 spans) and lose spans of other
+    batches too.  Abnormal ids (missing, duplicate, error reply, invalid reply, slower than
+    ``slow_after`` seconds) are kept first; what is left out is counted on the batch span as
+    ``pairwatch.child_spans.omitted``.  ``abnormal_only`` makes children only for abnormal
+    ids: the batch span still carries every count.
+    """
+
+    __slots__ = ("abnormal_only", "max_children", "slow_after")
+
+    def __init__(
+        self, max_children: int = 1024, abnormal_only: bool = False, slow_after: float = 1.0
+    ) -> None:
+        self.max_children = max(0, max_children)
+        self.abnormal_only = abnormal_only
+        self.slow_after = slow_after
+
+    def abnormal(self, call: Call) -> bool:
+        if call.outcome == "missing" or call.duplicate or call.invalid:
+            return True
+        if call.error_code is not None:
+            return True
+        latency = call.latency
+        return latency is not None and latency >= self.slow_after
+
+    def takes_all(self, n: int) -> bool:
+        """Every one of ``n`` ids gets a child (no need to look at any of them)."""
+        return not self.abnormal_only and n <= self.max_children
+
+    def choose(self, calls: list[Call]) -> list[Call]:
+        """The calls that get a span, in request order."""
+        if not self.abnormal_only and len(calls) <= self.max_children:
+            return calls
+        abnormal = [c for c in calls if self.abnormal(c)]
+        if self.abnormal_only or len(abnormal) >= self.max_children:
+            return abnormal[: self.max_children]
+        room = self.max_children - len(abnormal)
+        chosen = {c.index for c in abnormal}
+        for c in calls:
+            if room == 0:
+                break
+            if c.index not in chosen:
+                chosen.add(c.index)
+                room -= 1
+        return [c for c in calls if c.index in chosen]
+
+
+DEFAULT_POLICY = SpanPolicy()
 
 SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
 """A channel's optional hook: extra attributes for one request's span, computed at close.
@@ -53,53 +113,142 @@ class SpanWriter:
         self.methods = methods if methods is not None else Limiter()
         # Ledger clocks are monotonic; spans want wall time.
         self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
+        self._children: span_fast.ChildFactory | None = None
 
     def _ns(self, monotonic: float) -> int:
         return round(monotonic * 1e9) + self._epoch_offset_ns
 
-    def write(self, batch: Batch, span_attributes: SpanAttributes | None = None) -> None:
-        """One span for the batch and one child per request id, with recorded times."""
+    def write(
+        self,
+        batch: Batch,
+        span_attributes: SpanAttributes | None = None,
+        policy: SpanPolicy = DEFAULT_POLICY,
+        *,
+        server: bool = False,
+    ) -> Context | None:
+        """One span for the batch and a child per chosen request id, with recorded times.
+
+        Returns the batch span's context when it is sampled, so that the batch's latencies
+        can be recorded in it (exemplars link a histogram bucket to this trace).  ``server``
+        marks the books of the server middleware: SERVER spans, so a trace that holds both
+        views of one batch shows which end measured what.
+        """
+        kind = SpanKind.SERVER if server else SpanKind.CLIENT
         parent = batch.context if isinstance(batch.context, Context) else None
         root = self.tracer.start_span(
             "jsonrpc batch" if batch.is_batch else "jsonrpc request",
             context=parent,
-            kind=SpanKind.CLIENT,
+            kind=kind,
             start_time=self._ns(batch.sent_at),
         )
         if not root.is_recording():
             root.end()
-            return
-        root.set_attributes(
-            {
-                RPC_SYSTEM_NAME: "jsonrpc",
-                "jsonrpc.batch.size": batch.size,
-                "jsonrpc.batch.requests": len(batch.keys),
-                DIAGNOSIS: batch.diagnosis,
-                CLOSE_REASON: batch.close_reason,
-                "pairwatch.missing": batch.missing,
-                "pairwatch.unknown_id": batch.unknown,
-                "pairwatch.null_id": batch.null,
-                "pairwatch.out_of_order": batch.out_of_order,
-            }
-        )
+            return None
+        n = len(batch.keys)
+        everyone = policy.takes_all(n)
+        chosen = [] if everyone else policy.choose(batch.calls)
+        attributes: dict[str, AttributeValue] = {
+            RPC_SYSTEM_NAME: "jsonrpc",
+            SIDE: "server" if server else "client",
+            "jsonrpc.batch.size": batch.size,
+            "jsonrpc.batch.requests": len(batch.keys),
+            DIAGNOSIS: batch.diagnosis,
+            CLOSE_REASON: batch.close_reason,
+            "pairwatch.missing": batch.missing,
+            "pairwatch.unknown_id": batch.unknown,
+            "pairwatch.null_id": batch.null,
+            "pairwatch.out_of_order": batch.out_of_order,
+        }
+        if not everyone and len(chosen) != n:
+            attributes["pairwatch.child_spans.omitted"] = n - len(chosen)
+        root.set_attributes(attributes)
+        root_context = root.get_span_context()
+        children: span_fast.ChildFactory | None = None
+        if root_context.trace_flags.sampled and span_fast.usable(self.tracer):
+            children = self._children
+            if children is None:
+                children = self._children = span_fast.ChildFactory(self.tracer)
         ctx = trace.set_span_in_context(root)
+        if everyone and children is not None and span_attributes is None and not batch.captured:
+            self._plain_children(root_context, children, batch, kind)
+        else:
+            for call in batch.calls if everyone else chosen:
+                self._child(ctx, root_context, children, batch, call, span_attributes, kind)
         end = batch.sent_at
-        for call in batch.calls:
-            end = max(end, self._child(ctx, batch, call, span_attributes))
+        if batch.missing and batch.closed_at is not None:
+            end = max(end, batch.closed_at)
+        received = [r for r in batch.received if r is not None]
+        if received:
+            end = max(end, max(received))
         if batch.diagnosis != "ok":
             root.set_status(Status(StatusCode.ERROR, f"{batch.diagnosis}: {evidence(batch)}"))
         root.end(end_time=self._ns(end))
+        return ctx if root_context.trace_flags.sampled else None
+
+    def _plain_children(
+        self,
+        parent: trace.SpanContext,
+        children: span_fast.ChildFactory,
+        batch: Batch,
+        kind: SpanKind = SpanKind.CLIENT,
+    ) -> None:
+        """:meth:`_child` for every id, read from the batch's columns without a view object
+        per request: the same names, attributes, status and times, for the common case (no
+        integration hook, no captured payloads)."""
+        limit = self.methods
+        names: dict[str | None, str | None] = {None: None}
+        errors = batch.error_codes or {}
+        invalid = batch.invalid_at or ()
+        duplicate = batch.duplicate_at or ()
+        sent_at = batch.sent_at
+        start_ns = self._ns(sent_at)
+        missing_status: Status | None = None
+        last_at, last_ns = sent_at, start_ns
+        end = children.end
+        for index, (key, method, received_at) in enumerate(
+            zip(batch.keys, batch.methods, batch.received, strict=True)
+        ):
+            name = names.get(method, "")
+            if name == "":
+                name = names[method] = limit(method)
+            attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
+            if name is not None:
+                attrs[RPC_METHOD] = name
+            if key is not None:
+                attrs[JSONRPC_REQUEST_ID] = str(key)
+            code = errors.get(index) if errors else None
+            if code is not None:
+                attrs[RPC_RESPONSE_STATUS_CODE] = str(code)
+            status: Status | None = None
+            if received_at is None:
+                attrs[OUTCOME] = "missing"
+                if missing_status is None:
+                    missing_status = Status(
+                        StatusCode.ERROR, f"no response before {batch.close_reason}"
+                    )
+                status = missing_status
+                ended = batch.closed_at
+            else:
+                attrs[OUTCOME] = "duplicate" if index in duplicate else "paired"
+                ended = received_at
+                attrs["pairwatch.pair_latency"] = ended - sent_at
+            if index in invalid:
+                attrs["pairwatch.invalid_response"] = True
+            if ended != last_at:  # one body answers many ids: convert its time once
+                last_at, last_ns = ended, self._ns(ended)
+            end(parent, name or "jsonrpc", attrs, start_ns, last_ns, status, True, kind)
 
     def _child(
-        self, ctx: Context, batch: Batch, call: Call, span_attributes: SpanAttributes | None
-    ) -> float:
+        self,
+        ctx: Context,
+        root_context: trace.SpanContext,
+        children: span_fast.ChildFactory | None,
+        batch: Batch,
+        call: Call,
+        span_attributes: SpanAttributes | None,
+        kind: SpanKind = SpanKind.CLIENT,
+    ) -> None:
         method = self.methods(call.method) if call.method is not None else None
-        span = self.tracer.start_span(
-            method or "jsonrpc",
-            context=ctx,
-            kind=SpanKind.CLIENT,
-            start_time=self._ns(call.sent_at),
-        )
         attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
         if method is not None:
             attrs[RPC_METHOD] = method
@@ -107,16 +256,18 @@ class SpanWriter:
             attrs[JSONRPC_REQUEST_ID] = str(call.key)
         if call.error_code is not None:
             attrs[RPC_RESPONSE_STATUS_CODE] = str(call.error_code)
+        status: Status | None = None
         if call.outcome == "missing":
             attrs[OUTCOME] = "missing"
-            span.set_status(Status(StatusCode.ERROR, f"no response before {batch.close_reason}"))
-            ended = batch.closed_at
+            status = Status(StatusCode.ERROR, f"no response before {batch.close_reason}")
+            ended = batch.closed_at if batch.closed_at is not None else call.sent_at
         else:
             attrs[OUTCOME] = "duplicate" if call.duplicate else "paired"
             ended = call.received_at if call.received_at is not None else call.sent_at
             attrs["pairwatch.pair_latency"] = ended - call.sent_at
         if call.invalid:
             attrs["pairwatch.invalid_response"] = True
+        cleaned = True
         if span_attributes is not None:
             try:
                 extra = span_attributes(call)
@@ -125,12 +276,30 @@ class SpanWriter:
                 extra = None
             if extra:
                 attrs.update(extra)
+                cleaned = False
         if batch.captured is not None and call.index in batch.captured:
             request, response = batch.captured[call.index]
             if request is not None:
                 attrs[REQUEST_PAYLOAD] = request
             if response is not None:
                 attrs[RESPONSE_PAYLOAD] = response
+        name = method or "jsonrpc"
+        if children is not None:
+            children.end(
+                root_context,
+                name,
+                attrs,
+                self._ns(call.sent_at),
+                self._ns(ended),
+                status,
+                cleaned,
+                kind,
+            )
+            return
+        span = self.tracer.start_span(
+            name, context=ctx, kind=kind, start_time=self._ns(call.sent_at)
+        )
+        if status is not None:
+            span.set_status(status)
         span.set_attributes(attrs)
         span.end(end_time=self._ns(ended))
-        return ended

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import metrics, trace
+from opentelemetry.context import Context
 
 from pairwatch import guard
 from pairwatch._version import __version__
@@ -56,7 +57,7 @@ from pairwatch.otel.names import (
     SERVER_ADDRESS_CAP,
 )
 from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
-from pairwatch.otel.spans import SpanAttributes, SpanWriter
+from pairwatch.otel.spans import DEFAULT_POLICY, SpanAttributes, SpanPolicy, SpanWriter
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing.records import Batch, Tally
 
@@ -110,7 +111,8 @@ class Telemetry:
         # set per drain instead of several per batch, with identical exported values.
         self._adds: dict[tuple[int, int], list[Any]] = {}
         self._observations: dict[
-            tuple[int, int], tuple[HistogramWriter, Attrs, list[Run], list[int]]
+            tuple[int, int, int],
+            tuple[HistogramWriter, Attrs, list[Run], list[int], Context | None],
         ] = {}
         self._current = 0  # numbers the batches (and stray tallies) recorded, for error counts
         deferred.on_drained(self._commit)
@@ -134,10 +136,12 @@ class Telemetry:
             description="Not exported; drains deferred measurements before each collection",
         )
 
-    def labels(self, transport: str, integration: str, server_address: str | None) -> Labels:
+    def labels(
+        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+    ) -> Labels:
         """The shared attribute sets of a channel; the server address is capped here."""
         address = self.addresses(server_address) if server_address else None
-        return self._labels.get(transport, integration, address)
+        return self._labels.get(transport, integration, address, side)
 
     def _zeros(self, rows: list[zeros.Row]) -> None:
         """Export the given series at 0 (see :mod:`pairwatch.otel.zeros` for which)."""
@@ -146,19 +150,27 @@ class Telemetry:
 
     # ------------------------------------------------------------------ metrics
     def batch_closed(
-        self, labels: Labels, batch: Batch, span_attributes: SpanAttributes | None = None
+        self,
+        labels: Labels,
+        batch: Batch,
+        span_attributes: SpanAttributes | None = None,
+        policy: SpanPolicy = DEFAULT_POLICY,
     ) -> None:
         """Queue a closed batch's metrics and spans; the caller pays only the append."""
-        deferred.submit(self._batch_closed, labels, batch, span_attributes)
+        deferred.submit(self._batch_closed, labels, batch, span_attributes, policy)
 
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         deferred.submit(self._stray, labels, batch, tally)
 
     def _batch_closed(
-        self, labels: Labels, batch: Batch, span_attributes: SpanAttributes | None
+        self,
+        labels: Labels,
+        batch: Batch,
+        span_attributes: SpanAttributes | None,
+        policy: SpanPolicy = DEFAULT_POLICY,
     ) -> None:
         try:
-            self._record_batch(labels, batch, span_attributes)
+            self._record_batch(labels, batch, span_attributes, policy)
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
@@ -184,11 +196,15 @@ class Telemetry:
             entry[2] += n
             entry[3].append(self._current)
 
-    def _observe(self, writer: HistogramWriter, runs: list[Run], attrs: Attrs) -> None:
-        key = (id(writer), id(attrs))
+    def _observe(
+        self, writer: HistogramWriter, runs: list[Run], attrs: Attrs, ctx: Context | None = None
+    ) -> None:
+        # A batch with a sampled span keeps its own entry: its values are recorded in its
+        # span's context (exemplars); the others share one entry per attribute set.
+        key = (id(writer), id(attrs), id(ctx) if ctx is not None else 0)
         entry = self._observations.get(key)
         if entry is None:
-            self._observations[key] = (writer, attrs, runs, [self._current])
+            self._observations[key] = (writer, attrs, runs, [self._current], ctx)
         else:
             entry[2].extend(runs)  # in order: the sum is added value by value, as before
             entry[3].append(self._current)
@@ -209,9 +225,9 @@ class Telemetry:
             except Exception as exc:
                 failed.update(batches)
                 last = exc
-        for writer, attrs, runs, batches in observations.values():
+        for writer, attrs, runs, batches, ctx in observations.values():
             try:
-                writer.record_runs(runs, attrs)
+                writer.record_runs(runs, attrs, ctx)
             except Exception as exc:
                 failed.update(batches)
                 last = exc
@@ -220,9 +236,23 @@ class Telemetry:
                 guard.report("telemetry", last, self.internal_error)
 
     def _record_batch(
-        self, labels: Labels, batch: Batch, span_attributes: SpanAttributes | None
+        self,
+        labels: Labels,
+        batch: Batch,
+        span_attributes: SpanAttributes | None,
+        policy: SpanPolicy = DEFAULT_POLICY,
     ) -> None:
         self._current += 1
+        # Spans first: a sampled batch span is the context its latencies are recorded in,
+        # so that the SDK's trace-based exemplar filter links a latency bucket to the trace.
+        ctx: Context | None = None
+        if self.spans:
+            try:
+                ctx = self.span_writer.write(
+                    batch, span_attributes, policy, server=labels.side == "server"
+                )
+            except Exception as exc:  # a broken tracer or processor costs the spans only
+                guard.report("telemetry", exc, self.internal_error)
         is_batch = batch.is_batch
         attrs = labels.by_batch[is_batch]
         if is_batch not in labels.zeroed:
@@ -237,7 +267,7 @@ class Telemetry:
         )
         if batch.keys:
             self._add(self.requests, len(batch.keys), attrs)
-        self._record_latencies(labels, batch)
+        self._record_latencies(labels, batch, ctx)
         if batch.missing:
             self._record_missing(labels, batch)
         if batch.count_mismatch:
@@ -263,8 +293,6 @@ class Telemetry:
             labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
         )
         self._record_late(attrs, batch)
-        if self.spans:
-            self.span_writer.write(batch, span_attributes)
 
     def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
         """Count what repair mode changed in one reply (see :mod:`pairwatch.pairing.repair`)."""
@@ -315,7 +343,7 @@ class Telemetry:
             self._zeros(zeros.method_rows(labels, is_batch, method))
         return labels.for_method(is_batch, method)
 
-    def _record_latencies(self, labels: Labels, batch: Batch) -> None:
+    def _record_latencies(self, labels: Labels, batch: Batch, ctx: Context | None) -> None:
         """One observation per paired id, grouped per attribute set (see sdk_fast)."""
         methods = self.methods
         sent_at = batch.sent_at
@@ -327,7 +355,7 @@ class Telemetry:
             value = received[0] - sent_at  # type: ignore[operator]
             for method, k in Counter(batch.methods).items():
                 attrs = self._method_attrs(labels, is_batch, methods(method))
-                self._observe(self.latency_writer, [(value, k)], attrs)
+                self._observe(self.latency_writer, [(value, k)], attrs, ctx)
             return
         groups: dict[str, list[float]] = {}
         for method, received_at in zip(batch.methods, batch.received, strict=True):
@@ -339,7 +367,7 @@ class Telemetry:
                 values.append(received_at - sent_at)
         for name, values in groups.items():
             attrs = self._method_attrs(labels, is_batch, name)
-            self._observe(self.latency_writer, runs_of(values), attrs)
+            self._observe(self.latency_writer, runs_of(values), attrs, ctx)
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
         per_method: dict[tuple[str, str], int] = {}

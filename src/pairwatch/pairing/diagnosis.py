@@ -228,3 +228,75 @@ def tally_evidence(tally: Tally) -> str:
     if tally.null:
         parts.append(f"{_n(tally.null, 'reply', 'replies')} came back with id null")
     return "; ".join(parts)
+
+
+# ---------------------------------------------------------------- both sides of one batch
+LOST_IN_TRANSIT: Final = "lost_in_transit"
+"""Requests the client closed as missing although the server's own books show it answered
+them: the reply left the server and never reached the client (a network fault, a proxy, a
+dropped stream).  Not in :data:`ALL`: no single side's books can show it."""
+
+CROSS_SIDE: Final = (LOST_IN_TRANSIT,)
+"""Diagnoses that need the client's and the server's books of the same batch."""
+
+CROSS_EXPLANATION: Final[dict[str, str]] = {
+    LOST_IN_TRANSIT: (
+        "requests closed without a reply at the client although the server's books show it "
+        "answered them: the reply was lost between the two (network, proxy or a dropped "
+        "stream), not by the server"
+    ),
+}
+
+
+def answered_keys(batch: Batch) -> set[IdKey]:
+    """The ids a batch paired: on the server side, the requests the application answered."""
+    return {
+        k
+        for k, at in zip(batch.keys, batch.received, strict=True)
+        if at is not None and k is not None
+    }
+
+
+def missing_keys(batch: Batch) -> list[IdKey]:
+    """The ids a batch closed without a reply, in send order."""
+    return [
+        k for k, at in zip(batch.keys, batch.received, strict=True) if at is None and k is not None
+    ]
+
+
+def across_sides(client: Batch, server: Batch | None) -> str:
+    """One batch's diagnosis from both ends' books (the client's, and the server's of the
+    same request body, or ``None`` when the server kept none).
+
+    Missing at the client but answered at the server is ``lost_in_transit``; missing on
+    both stays the client's own diagnosis (``responses_missing``: the server did not answer).
+    Any other evidence the client saw keeps its place in the order of blame: a duplicate id
+    or a rewritten id explains a missing reply before transit does.
+    """
+    own = client.diagnosis or diagnose_batch(client)
+    if server is None or own not in (OK, RESPONSES_MISSING):
+        return own
+    answered = answered_keys(server)
+    if any(k in answered for k in missing_keys(client)):
+        return LOST_IN_TRANSIT
+    return own
+
+
+def transit_evidence(client: Batch, server: Batch) -> str:
+    """What the two books of one batch show together, in words with numbers."""
+    missing = missing_keys(client)
+    answered = answered_keys(server)
+    lost = [k for k in missing if k in answered]
+    unanswered = [k for k in missing if k not in answered]
+    parts: list[str] = []
+    if lost:
+        parts.append(
+            f"{_n(len(lost), 'request')} of {client.requests} closed without a reply at the "
+            f"client ({client.close_reason}) although the server answered "
+            f"{'it' if len(lost) == 1 else 'them'} ({_ids(lost)})"
+        )
+    if unanswered:
+        parts.append(
+            f"{_n(len(unanswered), 'request')} went unanswered on both sides ({_ids(unanswered)})"
+        )
+    return "; ".join(parts) if parts else evidence(client)

@@ -123,6 +123,7 @@ class Batch:
     __slots__ = (
         "__weakref__",
         "_late",
+        "_unknown_keys",
         "captured",
         "close_reason",
         "closed_at",
@@ -159,7 +160,6 @@ class Batch:
         "size",
         "type_mismatch",
         "unknown",
-        "unknown_keys",
         "violations",
     )  # fmt: skip
 
@@ -217,13 +217,21 @@ class Batch:
         self.high_index = -1
         self.out_of_order = False
         self.count_mismatch = False
-        self.unknown_keys: list[IdKey] = []
+        # Allocated at the first unknown id: an empty list per pending request would cost
+        # 56 bytes each, for a list nearly every batch leaves empty.
+        self._unknown_keys: list[IdKey] | None = None
         self.invalid: dict[str, int] | None = None
         self.invalid_requests: dict[str, int] | None = None
         self.violations: dict[str, int] | None = None
         self.close_reason = ""
         self.closed_at = sent_at
         self.diagnosis = ""
+
+    @property
+    def unknown_keys(self) -> list[IdKey]:
+        """The first 16 unknown ids this batch absorbed (read-only)."""
+        keys = self._unknown_keys
+        return keys if keys is not None else []
 
     @property
     def requests(self) -> int:
@@ -238,8 +246,12 @@ class Batch:
         """Attribute responses that paired with nothing to this (still open) batch."""
         self.unknown += tally.unknown
         self.null += tally.null
-        if tally.unknown_keys and len(self.unknown_keys) < 16:
-            self.unknown_keys.extend(tally.unknown_keys[: 16 - len(self.unknown_keys)])
+        if tally.unknown_keys:
+            keys = self._unknown_keys
+            if keys is None:
+                keys = self._unknown_keys = []
+            if len(keys) < 16:
+                keys.extend(tally.unknown_keys[: 16 - len(keys)])
         if tally._late is not None:
             late = self._late
             if late is None:

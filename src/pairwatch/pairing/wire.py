@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
+from pairwatch.pairing.depth import too_deep
 from pairwatch.pairing.elements import (
     ABSENT,
     CALL_KINDS,
@@ -74,6 +75,8 @@ def decode(raw: bytes | bytearray | memoryview | str) -> tuple[Any, str | None]:
     try:
         if isinstance(raw, (memoryview, bytearray)):
             raw = bytes(raw)
+        if too_deep(raw):  # before the C decoder can overflow the C stack (see depth.py)
+            return None, "too_deep"
         if isinstance(raw, bytes):
             if raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -110,6 +113,8 @@ def parse(payload: object, hint: str | None = None) -> Payload:
     lets the fast path first try the one shape a healthy payload of that direction has.
     """
     if _fast is not None and (type(payload) is bytes or type(payload) is str):
+        if too_deep(payload):
+            return Payload(False, (), "too_deep")
         parsed = _fast(payload, hint)
         if parsed is not None:
             return parsed
@@ -200,6 +205,8 @@ def _empty_array(text: str) -> bool:
 
 
 def _structure(text: str) -> bool:
+    if too_deep(text):
+        return False
     if _probe is not None:
         return _probe(text)
     try:
