@@ -11,6 +11,9 @@ counters, and paged critical on one event among 10^4 requests):
 
 * Blame comes from pairwatch's per-batch diagnosis (`batch_closed_total{pairwatch_diagnosis}`),
   which is decided from what pairwatch saw on the wire, not from two counters moving together.
+  Late replies are the exception: one usually arrives after the batch it belongs to closed at
+  its timeout, so it closes no batch; their alert reads `batch_late_response_total`, which
+  counts nothing but late replies.
 * Every alert needs a share of traffic *and* a minimum number of events in its window, so one
   stray event on a busy job and two timeouts on an idle job page nobody.
 * The window (5m) is never longer than `for:`. A burst leaves the window after 5m, so an alert
@@ -125,18 +128,6 @@ DIAGNOSIS_ALERTS: tuple[DiagnosisAlert, ...] = (
         ),
     ),
     DiagnosisAlert(
-        "PairwatchLateResponses",
-        "late_response",
-        "warning",
-        min_batches=5,
-        min_share=0.005,
-        summary="The server answers after the client's timeout",
-        meaning=(
-            "replies came for ids that had already closed as missing by timeout, so the server is "
-            "slower than the client's timeout, and those callers already got a timeout"
-        ),
-    ),
-    DiagnosisAlert(
         "PairwatchServerIdEchoFault",
         "server_id_echo_fault",
         "warning",
@@ -153,6 +144,18 @@ DIAGNOSIS_ALERTS: tuple[DiagnosisAlert, ...] = (
 # Missing responses as a share of requests sent (any diagnosis): what callers suffer.
 MISSING_MIN_SHARE = 0.05
 MISSING_MIN_COUNT = 10
+# Late replies (for ids a timeout had already closed as missing) as a share of requests sent.
+# Not a diagnosis alert: on a stream channel a late reply reaches a batch that is already
+# closed, so it is counted in batch_late_response_total (and batch_response_lateness_seconds)
+# but closes no batch as late_response; an alert on that diagnosis almost never fired.
+LATE_MIN_SHARE = 0.005
+LATE_MIN_COUNT = 5
+# The two highest finite bounds of batch_response_lateness_seconds (pairwatch.otel.names.
+# LATENCY_BUCKETS; a test keeps them equal). histogram_quantile(1, ...) answers the top bound
+# both for the last finite bucket and for +Inf, so that answer only says "more than" the one
+# below it.
+LATENESS_TOP_BOUND = 30.0
+LATENESS_BELOW_TOP = 10.0
 # Count mismatch: informational, folded under the diagnosis alerts by the inhibit rules.
 MISMATCH_MIN_SHARE = 0.01
 MISMATCH_MIN_COUNT = 5
@@ -285,6 +288,64 @@ def missing_rule() -> Rule:
     )
 
 
+def late_rule(min_count: int = LATE_MIN_COUNT, min_share: float = LATE_MIN_SHARE) -> Rule:
+    """Late replies against requests sent, from the late counter itself.
+
+    Why requests and not batches: a late reply is counted where it arrives (often no batch at
+    all), so the only denominator every channel shares is what the client sent. The
+    thresholds are parameters so a test can move them and watch the threshold tests fail.
+    """
+    late = _increase("batch_late_response_total")
+    requests = _increase("batch_requests_total")
+    expr = (
+        f"(\n  {late}\n  >= {min_count}\n)\n"
+        f"and on ({BY})\n"
+        f"(\n  {late}\n  /\n  {requests}\n  >= {min_share:g}\n)"
+    )
+    sent = _template_query(_increase_at_target("batch_requests_total"), 'printf "%.0f"')
+    share = _template_query(
+        _increase_at_target("batch_late_response_total")
+        + " / "
+        + _increase_at_target("batch_requests_total"),
+        "humanizePercentage",
+    )
+    # `>= 0` drops the NaN an empty window gives, so the sentence is left out, never wrong.
+    buckets = (
+        "histogram_quantile(1, sum by (le) (increase(batch_response_lateness_seconds_bucket{"
+        + _target_matchers()
+        + ", "
+        + LIVE
+        + f"}}[{WINDOW}]))) >= 0"
+    )
+    worst = _template_query(
+        buckets,
+        "",
+        show=f"; the latest came {{{{ if lt (value .) {LATENESS_TOP_BOUND:.1f} }}}}at most "
+        "{{ value . | humanizeDuration }}{{ else }}more than "
+        f"{LATENESS_BELOW_TOP:g}s{{{{ end }}}} after its timeout",
+    )
+    description = (
+        f'{{{{ $value | printf "%.0f" }}}} late replies to {sent} requests sent in the last '
+        f"{WINDOW} ({share}) {_where()}: they came for ids that had already closed as missing "
+        f"by timeout{worst}. The server is slower than the client's timeout, and those "
+        f"callers already got a timeout. Pages at {min_count} late replies and "
+        f"{percent(min_share)} of requests, held for {FOR_BY_SEVERITY['warning']}."
+    )
+    return Rule(
+        name="PairwatchLateResponses",
+        expr=expr,
+        for_=FOR_BY_SEVERITY["warning"],
+        severity="warning",
+        summary="The server answers after the client's timeout " + TARGET_SUMMARY,
+        description=description,
+        runbook_anchor="pairwatchlateresponses",
+        comment=(
+            "Evidence: batch_late_response_total (a late reply on a stream closes no batch as "
+            "late_response)."
+        ),
+    )
+
+
 def mismatch_rule() -> Rule:
     mismatch = _increase("batch_response_count_mismatch_total")
     closed = _increase("batch_closed_total")
@@ -314,7 +375,12 @@ def mismatch_rule() -> Rule:
 
 
 def all_rules() -> list[Rule]:
-    return [*(diagnosis_rule(a) for a in DIAGNOSIS_ALERTS), missing_rule(), mismatch_rule()]
+    return [
+        *(diagnosis_rule(a) for a in DIAGNOSIS_ALERTS),
+        late_rule(),
+        missing_rule(),
+        mismatch_rule(),
+    ]
 
 
 def runbook_link(base: str, anchor: str) -> str:
@@ -325,9 +391,10 @@ HEADER = """\
 # pairwatch alert rules. GENERATED by dashboards/generate.py from dashboards/alerts.py:
 # edit those and regenerate (`python dashboards/generate.py [--runbook-url BASE]`).
 #
-# Blame comes from pairwatch's per-batch diagnosis (batch_closed_total{{pairwatch_diagnosis}}),
-# every alert needs a share of traffic AND a minimum count of events in a 5m window, and
-# `for:` is never shorter than that window, so a single burst never pages. Series are summed
+# Blame comes from pairwatch's per-batch diagnosis (batch_closed_total{{pairwatch_diagnosis}};
+# late replies, which close no batch, from batch_late_response_total), every alert needs a
+# share of traffic AND a minimum count of events in a 5m window, and `for:` is never shorter
+# than that window, so a single burst never pages. Series are summed
 # by job, pairwatch_transport, server_address and pairwatch_side (client and server counts
 # are never added together); audit captures (pairwatch_integration="audit") are left out.
 # Thresholds and their reasons: dashboards/runbook.md. Alertmanager inhibit rules:

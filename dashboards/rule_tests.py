@@ -67,6 +67,17 @@ def thresholds() -> list[Threshold]:
     ]
     found.append(
         Threshold(
+            "PairwatchLateResponses",
+            "warning",
+            _minutes(alerts.FOR_BY_SEVERITY["warning"]),
+            alerts.LATE_MIN_COUNT,
+            alerts.LATE_MIN_SHARE,
+            ("batch_late_response_total", 'jsonrpc_batch="false"'),
+            ("batch_requests_total", ""),
+        )
+    )
+    found.append(
+        Threshold(
             "PairwatchMissingResponses",
             "critical",
             _minutes(alerts.FOR_BY_SEVERITY["critical"]),

@@ -174,6 +174,7 @@ def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Pa
     moved = [replace(a, min_batches=a.min_batches + 2) for a in alerts.DIAGNOSIS_ALERTS]
     rules = [
         *(alerts.diagnosis_rule(a) for a in moved),
+        alerts.late_rule(min_count=alerts.LATE_MIN_COUNT + 2),
         alerts.missing_rule(),
         alerts.mismatch_rule(),
     ]
@@ -184,8 +185,49 @@ def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Pa
     (tests_dir / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     result = run([promtool, "test", "rules", str(tests_dir / source.name)])
     assert result.returncode != 0
-    for a in moved:
-        assert f'alertname="{a.name}"' in result.stdout + result.stderr, a.name
+    for name in [*(a.name for a in moved), "PairwatchLateResponses"]:
+        assert f'alertname="{name}"' in result.stdout + result.stderr, name
+
+
+def test_late_threshold_tests_fail_when_its_share_moves(promtool: str, tmp_path: Path) -> None:
+    """The late alert's share is its own (late replies per request sent): a rule whose share
+    is a tenth of a percent higher must stop the share-plus-one case from firing."""
+    import alerts
+
+    rules = [
+        *(alerts.diagnosis_rule(a) for a in alerts.DIAGNOSIS_ALERTS),
+        alerts.late_rule(min_share=alerts.LATE_MIN_SHARE + 0.001),
+        alerts.missing_rule(),
+        alerts.mismatch_rule(),
+    ]
+    (tmp_path / "pairwatch-alerts.yaml").write_text(alerts.render(rules=rules), encoding="utf-8")
+    tests_dir = tmp_path / "tests"
+    tests_dir.mkdir()
+    source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
+    (tests_dir / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    result = run([promtool, "test", "rules", str(tests_dir / source.name)])
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert 'alertname="PairwatchLateResponses"' in out
+    assert 'server_address="share-plus-one"' in out
+    for a in alerts.DIAGNOSIS_ALERTS:  # every other alert still passes
+        assert f'alertname="{a.name}"' not in out, a.name
+
+
+def test_late_alert_reads_the_late_counter_not_the_diagnosis(yaml_module: Any) -> None:
+    """A late reply on a stream closes no batch as late_response (the batch it belongs to
+    closed at its timeout), so an alert on that diagnosis could not fire; the scenario in
+    pairwatch-alerts.test.yaml proves it fires without one. Here: the lateness buckets the
+    description names are the ones pairwatch exports."""
+    import alerts
+
+    from pairwatch.otel.names import LATENCY_BUCKETS
+
+    (rule,) = [r for r in _alerts(yaml_module) if r["alert"] == "PairwatchLateResponses"]
+    assert "batch_late_response_total" in rule["expr"]
+    assert "batch_requests_total" in rule["expr"]
+    assert "batch_closed_total" not in rule["expr"] + rule["annotations"]["description"]
+    assert LATENCY_BUCKETS[-2:] == (alerts.LATENESS_BELOW_TOP, alerts.LATENESS_TOP_BOUND)
 
 
 def test_runbook_states_every_threshold(yaml_module: Any) -> None:
@@ -204,6 +246,12 @@ def test_runbook_states_every_threshold(yaml_module: Any) -> None:
         alerts.MISSING_MIN_COUNT,
         alerts.percent(alerts.MISSING_MIN_SHARE),
         alerts.FOR_BY_SEVERITY["critical"],
+    )
+    expected["PairwatchLateResponses"] = (
+        "warning",
+        alerts.LATE_MIN_COUNT,
+        alerts.percent(alerts.LATE_MIN_SHARE),
+        alerts.FOR_BY_SEVERITY["warning"],
     )
     expected["PairwatchResponseCountMismatch"] = (
         "info",

@@ -36,7 +36,8 @@ COMMON += ["jsonrpc_batch", "otel_scope_name"]
 CHANNELS = {
     "http": ("rpc.example", "client_duplicate_ids"),  # duplicates sent, unknown + missing
     "stdio": ("", "malformed_request_element"),  # null alone
-    "websocket": ("node.example", "responses_missing"),  # missing alone, some late replies
+    # missing, and late replies that close no batch as late_response (as on a real stream)
+    "websocket": ("node.example", "responses_missing"),
     "sse": ("mcp.example", "server_id_echo_fault"),  # unknown alone
 }
 METHODS = ["eth_call", "eth_getBalance", "tools/call"]
@@ -204,11 +205,23 @@ def test_each_diagnosis_raises_its_own_alert(fake_prometheus: PrometheusServer) 
         "sse": "PairwatchServerIdEchoFault",
         "websocket": "PairwatchMissingResponses",
     }
+    late = "PairwatchLateResponses"
     alerts = wait_for(
         lambda: active_alerts(fake_prometheus.base_url),
-        lambda a: all(alert_state(a, n, pairwatch_transport=t) for t, n in expected.items()),
+        lambda a: (
+            all(alert_state(a, n, pairwatch_transport=t) for t, n in expected.items())
+            and alert_state(a, late, pairwatch_transport="websocket") is not None
+        ),
         DATA_TIMEOUT,
     )
+    # The late alert reads batch_late_response_total: it is raised where late replies are
+    # counted although no batch there closed as late_response, and nowhere else.
+    for transport in expected:
+        state = alert_state(alerts, late, pairwatch_transport=transport)
+        if transport == "websocket":
+            assert state in {"pending", "firing"}
+        else:
+            assert state is None, transport
     for transport, name in expected.items():
         assert alert_state(alerts, name, pairwatch_transport=transport) in {"pending", "firing"}
         for other_name in expected.values():
