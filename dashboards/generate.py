@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import alert_yaml
 import alerts
 import panels
 import panels_sides
@@ -199,8 +200,8 @@ def outputs(runbook: str) -> dict[Path, Callable[[], str]]:
     """Every generated file (relative to the output directory) and how to make its text."""
     return {
         DASHBOARD_FILE: lambda: render_dashboard(runbook),
-        ALERTS_FILE: lambda: alerts.render(runbook),
-        INHIBIT_FILE: alerts.render_inhibit,
+        ALERTS_FILE: lambda: alert_yaml.render(runbook),
+        INHIBIT_FILE: alert_yaml.render_inhibit,
         THRESHOLD_TESTS_FILE: rule_tests.render,
     }
 

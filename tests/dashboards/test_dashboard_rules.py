@@ -169,6 +169,7 @@ def test_threshold_tests_cover_every_alert(yaml_module: Any) -> None:
 def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Path) -> None:
     """Rules whose minimum counts are one higher than the tests expect must fail the
     threshold tests (the plus-one case stops firing), so passing them means something."""
+    import alert_yaml
     import alerts
 
     moved = [replace(a, min_batches=a.min_batches + 2) for a in alerts.DIAGNOSIS_ALERTS]
@@ -178,7 +179,8 @@ def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Pa
         alerts.missing_rule(),
         alerts.mismatch_rule(),
     ]
-    (tmp_path / "pairwatch-alerts.yaml").write_text(alerts.render(rules=rules), encoding="utf-8")
+    alerts_file = tmp_path / "pairwatch-alerts.yaml"
+    alerts_file.write_text(alert_yaml.render(rules=rules), encoding="utf-8")
     tests_dir = tmp_path / "tests"
     tests_dir.mkdir()
     source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
@@ -192,6 +194,7 @@ def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Pa
 def test_late_threshold_tests_fail_when_its_share_moves(promtool: str, tmp_path: Path) -> None:
     """The late alert's share is its own (late replies per request sent): a rule whose share
     is a tenth of a percent higher must stop the share-plus-one case from firing."""
+    import alert_yaml
     import alerts
 
     rules = [
@@ -200,7 +203,8 @@ def test_late_threshold_tests_fail_when_its_share_moves(promtool: str, tmp_path:
         alerts.missing_rule(),
         alerts.mismatch_rule(),
     ]
-    (tmp_path / "pairwatch-alerts.yaml").write_text(alerts.render(rules=rules), encoding="utf-8")
+    alerts_file = tmp_path / "pairwatch-alerts.yaml"
+    alerts_file.write_text(alert_yaml.render(rules=rules), encoding="utf-8")
     tests_dir = tmp_path / "tests"
     tests_dir.mkdir()
     source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
