@@ -76,22 +76,6 @@ class Case:
 
 
 @contextlib.asynccontextmanager
-async def _opened(make: Callable[[], Any]) -> AsyncIterator[Any]:
-    client = make()
-    try:
-        yield client
-    finally:
-        provider = getattr(client, "provider", None)  # web3: the provider owns the session
-        closing = (
-            getattr(client, "aclose", None)
-            or getattr(client, "close", None)
-            or getattr(provider, "disconnect", None)
-        )
-        if closing is not None and asyncio.iscoroutine(result := closing()):
-            await result
-
-
-@contextlib.asynccontextmanager
 async def opened(make: Callable[[], Any]) -> AsyncIterator[Any]:
     """A client made by ``make``, closed (sync or async) at the end."""
     client = make()
