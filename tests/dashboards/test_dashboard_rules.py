@@ -166,10 +166,22 @@ def test_threshold_tests_cover_every_alert(yaml_module: Any) -> None:
     assert all(cases == {"count-plus-one", "share-plus-one"} for cases in covered.values())
 
 
+def _threshold_tests_against(rules: list[Any], promtool: str, tmp_path: Path) -> Any:
+    """promtool's run of the committed threshold tests against ``rules`` instead of the
+    committed alert file (the tests name it as ../pairwatch-alerts.yaml)."""
+    import alert_yaml
+
+    (tmp_path / "pairwatch-alerts.yaml").write_text(alert_yaml.render(rules=rules), "utf-8")
+    tests_dir = tmp_path / "tests"
+    tests_dir.mkdir()
+    source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
+    (tests_dir / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    return run([promtool, "test", "rules", str(tests_dir / source.name)])
+
+
 def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Path) -> None:
     """Rules whose minimum counts are one higher than the tests expect must fail the
     threshold tests (the plus-one case stops firing), so passing them means something."""
-    import alert_yaml
     import alerts
 
     moved = [replace(a, min_batches=a.min_batches + 2) for a in alerts.DIAGNOSIS_ALERTS]
@@ -179,13 +191,7 @@ def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Pa
         alerts.missing_rule(),
         alerts.mismatch_rule(),
     ]
-    alerts_file = tmp_path / "pairwatch-alerts.yaml"
-    alerts_file.write_text(alert_yaml.render(rules=rules), encoding="utf-8")
-    tests_dir = tmp_path / "tests"
-    tests_dir.mkdir()
-    source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
-    (tests_dir / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-    result = run([promtool, "test", "rules", str(tests_dir / source.name)])
+    result = _threshold_tests_against(rules, promtool, tmp_path)
     assert result.returncode != 0
     for name in [*(a.name for a in moved), "PairwatchLateResponses"]:
         assert f'alertname="{name}"' in result.stdout + result.stderr, name
@@ -194,7 +200,6 @@ def test_threshold_tests_fail_when_a_threshold_moves(promtool: str, tmp_path: Pa
 def test_late_threshold_tests_fail_when_its_share_moves(promtool: str, tmp_path: Path) -> None:
     """The late alert's share is its own (late replies per request sent): a rule whose share
     is a tenth of a percent higher must stop the share-plus-one case from firing."""
-    import alert_yaml
     import alerts
 
     rules = [
@@ -203,13 +208,7 @@ def test_late_threshold_tests_fail_when_its_share_moves(promtool: str, tmp_path:
         alerts.missing_rule(),
         alerts.mismatch_rule(),
     ]
-    alerts_file = tmp_path / "pairwatch-alerts.yaml"
-    alerts_file.write_text(alert_yaml.render(rules=rules), encoding="utf-8")
-    tests_dir = tmp_path / "tests"
-    tests_dir.mkdir()
-    source = RULES_DIR / "tests" / "pairwatch-thresholds.test.yaml"
-    (tests_dir / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-    result = run([promtool, "test", "rules", str(tests_dir / source.name)])
+    result = _threshold_tests_against(rules, promtool, tmp_path)
     assert result.returncode != 0
     out = result.stdout + result.stderr
     assert 'alertname="PairwatchLateResponses"' in out
