@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import threading
 import weakref
 
 from jsonrpc_build import dumps, req, res
@@ -117,34 +116,6 @@ def test_telemetry_cache_forgets_instances_with_their_providers():
     assert len(cache) == 0
     gc.collect()  # the entry left the cache above; the instruments' own cycles go now
     assert gone() is None  # nothing else (not the deferred queue's drain hook) holds it
-
-
-def test_a_provider_collected_while_the_cache_builds_does_not_deadlock():
-    """The finalizer of a collected provider may run inside ``get`` (whose builder
-    allocates), in the thread that holds the cache's lock: it must not take that lock."""
-    cache = TelemetryCache()
-
-    class Provider:  # weakly referenceable, collected as soon as ``held`` lets go
-        pass
-
-    held = [Provider()]
-    cache.get(held[0], None, 32, False, lambda: Telemetry(None, None))
-
-    def build_while_collecting() -> Telemetry:
-        held.clear()  # the first provider's finalizer runs here, under the lock
-        return Telemetry(None, None)
-
-    done = threading.Event()
-    second = Provider()
-
-    def second_get() -> None:
-        cache.get(second, None, 32, False, build_while_collecting)
-        done.set()
-
-    worker = threading.Thread(target=second_get, daemon=True)
-    worker.start()
-    assert done.wait(10), "TelemetryCache.get deadlocked in a provider's finalizer"
-    assert len(cache) == 1  # the collected provider's entry is gone, the new one kept
 
 
 def test_telemetry_cache_is_capped_for_providers_it_cannot_watch():
