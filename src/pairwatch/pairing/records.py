@@ -52,23 +52,15 @@ class Call:
         return self.received_at - self.sent_at
 
 
-class Tally:
-    """Responses that were classified but belong to no call: unknown, null-id, invalid."""
+class _LateReplies:
+    """Replies for ids whose request had already closed as missing by timeout: how many
+    (``late``, also counted in ``unknown``), how late and which (allocated when late)."""
 
-    __slots__ = (
-        "_late", "invalid", "late", "null", "unknown", "unknown_keys", "violations"
-    )  # fmt: skip
+    __slots__ = ("_late", "late")
 
     def __init__(self) -> None:
-        self.unknown = 0
-        self.null = 0
-        self.unknown_keys: list[IdKey] = []
-        # Of ``unknown``: replies for ids whose request had closed as missing by timeout
-        # (``lateness`` and ``late_keys`` say how late, and which; allocated when late).
         self.late = 0
         self._late: tuple[list[float], list[IdKey]] | None = None
-        self.invalid: dict[str, int] | None = None
-        self.violations: dict[str, int] | None = None
 
     @property
     def lateness(self) -> list[float]:
@@ -88,6 +80,30 @@ class Tally:
         late[0].append(seconds)
         if len(late[1]) < 16:
             late[1].append(key)
+
+    def _add_late_of(self, other: _LateReplies) -> None:
+        if other._late is None:
+            return
+        late = self._late
+        if late is None:
+            late = self._late = ([], [])
+        self.late += other.late
+        late[0].extend(other._late[0])
+        late[1].extend(other._late[1][: max(0, 16 - len(late[1]))])
+
+
+class Tally(_LateReplies):
+    """Responses that were classified but belong to no call: unknown, null-id, invalid."""
+
+    __slots__ = ("invalid", "null", "unknown", "unknown_keys", "violations")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unknown = 0
+        self.null = 0
+        self.unknown_keys: list[IdKey] = []
+        self.invalid: dict[str, int] | None = None
+        self.violations: dict[str, int] | None = None
 
     def add_invalid(self, reason: str) -> None:
         if self.invalid is None:
@@ -113,7 +129,7 @@ def _merge(into: dict[str, int] | None, more: dict[str, int] | None) -> dict[str
     return into
 
 
-class Batch:
+class Batch(_LateReplies):
     """A JSON array sent in one write, or a single request tracked as a batch of one.
 
     Counters accumulate while the batch is open and are emitted once, at close: one metric
@@ -122,7 +138,6 @@ class Batch:
 
     __slots__ = (
         "__weakref__",
-        "_late",
         "_unknown_keys",
         "captured",
         "close_reason",
@@ -143,7 +158,6 @@ class Batch:
         "invalid_requests",
         "is_batch",
         "keys",
-        "late",
         "late_unknown",
         "methods",
         "missing",
@@ -173,6 +187,7 @@ class Batch:
         sent_at: float,
         context: object = None,
     ) -> None:
+        super().__init__()
         self.seq = seq
         self.is_batch = is_batch
         self.size = size
@@ -204,8 +219,6 @@ class Batch:
         # Of ``unknown`` (absorbed while open): replies for ids of *earlier* requests that had
         # closed as missing by timeout, with seconds after that timeout; contract-wise still
         # unknown-id responses, diagnosed ``late_response``.
-        self.late = 0
-        self._late: tuple[list[float], list[IdKey]] | None = None  # allocated when late
         # Requests that reused the id of a request closed as missing by timeout moments ago
         # (client evidence, but not ``batch.duplicate_id``: that id was no longer pending).
         self.reused_timed_out = 0
@@ -252,22 +265,7 @@ class Batch:
                 keys = self._unknown_keys = []
             if len(keys) < 16:
                 keys.extend(tally.unknown_keys[: 16 - len(keys)])
-        if tally._late is not None:
-            late = self._late
-            if late is None:
-                late = self._late = ([], [])
-            self.late += tally.late
-            late[0].extend(tally._late[0])
-            late[1].extend(tally._late[1][: max(0, 16 - len(late[1]))])
+        self._add_late_of(tally)
         self.invalid = _merge(self.invalid, tally.invalid)
         self.violations = _merge(self.violations, tally.violations)
 
-    @property
-    def lateness(self) -> list[float]:
-        """Seconds after its timeout each late reply absorbed here came (read-only)."""
-        return self._late[0] if self._late is not None else []
-
-    @property
-    def late_keys(self) -> list[IdKey]:
-        """The ids of the first 16 late replies absorbed here (read-only)."""
-        return self._late[1] if self._late is not None else []
