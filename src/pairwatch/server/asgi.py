@@ -20,6 +20,7 @@ from pairwatch.server.exchange import (
     APP_ERROR,
     Exchange,
     counter,
+    middleware_options,
     parent_context,
     server_name,
 )
@@ -53,8 +54,7 @@ class PairwatchMiddleware:
     ) -> None:
         self.app = app
         self.server_address = server_address
-        base = options or Options()
-        self.options = Options(**{**base.__dict__, **settings}) if settings else base
+        self.options = middleware_options(options, settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         exchange = None

@@ -14,24 +14,41 @@ counted in ``pairwatch.internal_errors`` and the exchange gives up, never the ap
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
-from pairwatch import guard
+from pairwatch import config, guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._request import request_payload
 from pairwatch.integrations._stream import MAX_BODY, Tap
 from pairwatch.sink import telemetry_for
 
-__all__ = ["APP_ERROR", "Exchange", "counter", "parent_context", "server_name"]
+__all__ = [
+    "APP_ERROR",
+    "Exchange",
+    "counter",
+    "middleware_options",
+    "parent_context",
+    "server_name",
+]
 
 APP_ERROR: Final = "app_error"
 """Close reason: the application raised before it finished its reply."""
 
 _NO_REPLY: Final = frozenset({204, 205, 304})
+
+
+def middleware_options(options: Options | None, settings: dict[str, Any]) -> Options:
+    """The middleware's settings, read as ``pairwatch.instrument`` reads a client's: an
+    explicit ``Options`` with keyword overrides, else ``PAIRWATCH_*`` variables overridden
+    by the keywords."""
+    if options is not None:
+        return dataclasses.replace(options, **settings) if settings else options
+    return Options(**config.merged(settings))
 
 
 def server_name(host: str | None) -> str | None:

@@ -21,6 +21,7 @@ from pairwatch.server.exchange import (
     APP_ERROR,
     Exchange,
     counter,
+    middleware_options,
     parent_context,
     server_name,
 )
@@ -50,8 +51,7 @@ class PairwatchWSGIMiddleware:
     ) -> None:
         self.app = app
         self.server_address = server_address
-        base = options or Options()
-        self.options = Options(**{**base.__dict__, **settings}) if settings else base
+        self.options = middleware_options(options, settings)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         posted = switch.on and environ.get("REQUEST_METHOD") == "POST"
