@@ -192,6 +192,16 @@ def _increase_at_target(metric: str, extra: str = "") -> str:
     return f"sum(increase({metric}{{{matchers}}}[{WINDOW}]))"
 
 
+def _count_and_share(count: str, total: str, min_count: int, min_share: float) -> str:
+    """Fires where ``count`` reaches ``min_count`` events and ``min_share`` of ``total``,
+    per target: one event on a busy job, or a few on an idle one, pages nobody."""
+    return (
+        f"(\n  {count}\n  >= {min_count}\n)\n"
+        f"and on ({BY})\n"
+        f"(\n  {count}\n  /\n  {total}\n  >= {min_share:g}\n)"
+    )
+
+
 def percent(share: float) -> str:
     text = f"{share * 100:.2f}".rstrip("0").rstrip(".")
     return f"{text}%"
@@ -209,11 +219,7 @@ def diagnosis_rule(alert: DiagnosisAlert) -> Rule:
     diag = f'pairwatch_diagnosis="{alert.diagnosis}"'
     count = _increase("batch_closed_total", diag)
     total = _increase("batch_closed_total")
-    expr = (
-        f"(\n  {count}\n  >= {alert.min_batches}\n)\n"
-        f"and on ({BY})\n"
-        f"(\n  {count}\n  /\n  {total}\n  >= {alert.min_share:g}\n)"
-    )
+    expr = _count_and_share(count, total, alert.min_batches, alert.min_share)
     closed = _template_query(_increase_at_target("batch_closed_total"), 'printf "%.0f"')
     share = _template_query(
         _increase_at_target("batch_closed_total", diag)
@@ -242,11 +248,7 @@ def diagnosis_rule(alert: DiagnosisAlert) -> Rule:
 def missing_rule() -> Rule:
     missing = _increase("batch_missing_response_total")
     requests = _increase("batch_requests_total")
-    expr = (
-        f"(\n  {missing}\n  >= {MISSING_MIN_COUNT}\n)\n"
-        f"and on ({BY})\n"
-        f"(\n  {missing}\n  /\n  {requests}\n  >= {MISSING_MIN_SHARE:g}\n)"
-    )
+    expr = _count_and_share(missing, requests, MISSING_MIN_COUNT, MISSING_MIN_SHARE)
     sent = _template_query(_increase_at_target("batch_requests_total"), 'printf "%.0f"')
     share = _template_query(
         _increase_at_target("batch_missing_response_total")
@@ -295,11 +297,7 @@ def late_rule(min_count: int = LATE_MIN_COUNT, min_share: float = LATE_MIN_SHARE
     """
     late = _increase("batch_late_response_total")
     requests = _increase("batch_requests_total")
-    expr = (
-        f"(\n  {late}\n  >= {min_count}\n)\n"
-        f"and on ({BY})\n"
-        f"(\n  {late}\n  /\n  {requests}\n  >= {min_share:g}\n)"
-    )
+    expr = _count_and_share(late, requests, min_count, min_share)
     sent = _template_query(_increase_at_target("batch_requests_total"), 'printf "%.0f"')
     share = _template_query(
         _increase_at_target("batch_late_response_total")
@@ -347,11 +345,7 @@ def late_rule(min_count: int = LATE_MIN_COUNT, min_share: float = LATE_MIN_SHARE
 def mismatch_rule() -> Rule:
     mismatch = _increase("batch_response_count_mismatch_total")
     closed = _increase("batch_closed_total")
-    expr = (
-        f"(\n  {mismatch}\n  >= {MISMATCH_MIN_COUNT}\n)\n"
-        f"and on ({BY})\n"
-        f"(\n  {mismatch}\n  /\n  {closed}\n  >= {MISMATCH_MIN_SHARE:g}\n)"
-    )
+    expr = _count_and_share(mismatch, closed, MISMATCH_MIN_COUNT, MISMATCH_MIN_SHARE)
     total = _template_query(_increase_at_target("batch_closed_total"), 'printf "%.0f"')
     description = (
         f'{{{{ $value | printf "%.0f" }}}} of {total} batches closed in the last {WINDOW} got '
