@@ -9,6 +9,7 @@ the client that called it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
@@ -17,9 +18,11 @@ from pairwatch import guard, sweeper, switch
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
-from pairwatch.otel.spans import SpanAttributes
+from pairwatch.otel.spans import SpanAttributes, SpanPolicy
 from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger
+from pairwatch.pairing.limits import Limits, process_budget
+from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import Batch
 from pairwatch.sink import Sink, telemetry_for
 
@@ -38,8 +41,8 @@ class Channel:
     """
 
     __slots__ = (
-        "__weakref__", "_bound", "_capture", "_closed", "_labels", "_parse", "_sink", "ledger",
-        "options", "telemetry",
+        "__weakref__", "_books", "_bound", "_capture", "_closed", "_labels", "_limits", "_parse",
+        "_quick", "_quick_lock", "_sink", "options", "telemetry",
     )  # fmt: skip
 
     def __init__(
@@ -52,6 +55,7 @@ class Channel:
         options: Options | None = None,
         span_attributes: SpanAttributes | None = None,
         side: str = "client",
+        quick: bool = False,
     ) -> None:
         self.options = options = options or Options()
         self.telemetry = telemetry_for(options)
@@ -61,20 +65,43 @@ class Channel:
             if options.capture_payloads
             else None
         )
+        limits, policy = _prepared(options)
         self._sink = Sink(
-            self.telemetry,
-            labels,
-            options.on_batch_closed,
-            span_attributes,
-            self._capture,
-            options.span_policy(),
+            self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture, policy
         )
         self._bound = bound
-        self.ledger = Ledger(self._sink, clock=options.clock, limits=options.limits(), bound=bound)
+        self._limits = limits
         self._parse = wire.parse
         self._closed = False
+        # ``quick`` (HTTP exchanges, opened by the integrations): the first batch is kept in a
+        # QuickBatch and the ledger built only if the exchange turns out not to be healthy.
+        self._quick: QuickBatch | None = None
+        self._books: Ledger | None = None
+        self._quick_lock: threading.Lock | None = None
+        if quick and bound and self._capture is None:
+            self._quick_lock = threading.Lock()  # the sweeper's thread may replay it
+        else:
+            self._books = Ledger(self._sink, clock=options.clock, limits=limits, bound=bound)
         if not bound:
             _watch(self)
+
+    @property
+    def ledger(self) -> Ledger:
+        """The channel's books, built (and fed what a quick exchange saw) on first need."""
+        books = self._books
+        if books is not None:
+            return books
+        assert self._quick_lock is not None
+        with self._quick_lock:
+            if self._books is None:
+                books = Ledger(
+                    self._sink, clock=self.options.clock, limits=self._limits, bound=self._bound
+                )
+                quick, self._quick = self._quick, None
+                if quick is not None:  # a failed replay leaves empty books, as a failed sent
+                    guard.shielded("sent", quick.replay, books, count=self.telemetry.internal_error)
+                self._books = books
+            return self._books
 
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
@@ -107,6 +134,13 @@ class Channel:
                 ctx = otel_context.get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
+            if self._books is None and self._quick is None:  # only the first batch is quick
+                quick = QuickBatch.open(
+                    payload, self.options.clock(), ctx, timeout, self._limits, process_budget()
+                )
+                if quick is not None:
+                    self._quick = quick
+                    return None  # its Batch exists only once closed (see pairing.quick)
             return self.ledger.sent(payload, ctx, timeout)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
@@ -114,6 +148,12 @@ class Channel:
 
     def postpone(self, timeout: float) -> None:
         """The exchange is still receiving: its open batches wait ``timeout`` more from now."""
+        if self._quick is not None and self._quick_lock is not None:
+            with self._quick_lock:
+                quick = self._quick
+                if quick is not None:
+                    quick.postpone(self.options.clock(), timeout)
+                    return
         guard.shielded(
             "postpone", self.ledger.postpone, timeout, count=self.telemetry.internal_error
         )
@@ -121,6 +161,12 @@ class Channel:
     def withdraw(self) -> None:
         """Forget every open batch uncounted: a 202 or a redirect says its replies come on
         another channel (an MCP session's stream, the redirected exchange), counted there."""
+        if self._quick is not None and self._quick_lock is not None:
+            with self._quick_lock:
+                quick, self._quick = self._quick, None
+            if quick is not None:
+                guard.shielded("withdraw", quick.release, count=self.telemetry.internal_error)
+                return
         guard.shielded("withdraw", self.ledger.withdraw, count=self.telemetry.internal_error)
 
     def received(self, payload: object) -> None:
@@ -140,6 +186,11 @@ class Channel:
         try:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)  # before pairing: pairing may close the batch
+            if self._quick is not None and self._quick_lock is not None:
+                with self._quick_lock:
+                    quick = self._quick
+                    if quick is not None and quick.pair(payload, self.options.clock()):
+                        return
             # Only a held [] asks whether the reply is JSON-RPC at all (by structure).
             shows = wire.is_jsonrpc(raw) if raw is not None and self.ledger.holding else None
             self.ledger.received(payload, shows)
@@ -158,9 +209,24 @@ class Channel:
         """Close every open batch; what is still pending counts as missing with ``reason``."""
         try:
             self._closed = True
+            paired = self._take_paired()
+            if paired is not None:
+                self._sink.batch_closed(paired.close(reason, self.options.clock()))
+                return
             self.ledger.close(reason)
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
+
+    def _take_paired(self) -> QuickBatch | None:
+        """The quick batch, taken, when its reply paired whole (then no ledger is needed)."""
+        if self._quick is None or self._quick_lock is None:
+            return None
+        with self._quick_lock:
+            quick = self._quick
+            if quick is None or not quick.paired:
+                return None
+            self._quick = None
+            return quick
 
     def close_batch(self, batch: Batch, reason: str) -> None:
         """Close one batch (as returned by :meth:`sent`) whose caller stopped waiting.
@@ -177,13 +243,17 @@ class Channel:
     def after_fork(self) -> None:
         """In a forked child: drop the inherited books unrecorded (the parent counts those
         requests; the child would count each again as missing) and their lock with them."""
-        self.ledger = Ledger(
-            self._sink, clock=self.options.clock, limits=self.options.limits(), bound=self._bound
+        self._quick = None  # its budget share is the parent's (the budget resets in a child)
+        self._books = Ledger(
+            self._sink, clock=self.options.clock, limits=self._limits, bound=self._bound
         )
 
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""
         try:
+            quick = self._quick  # read once: a replay may take it meanwhile, the ledger decides
+            if quick is not None and not quick.due(self.options.clock()):
+                return
             self.ledger.expire()
         except Exception as exc:
             guard.report("expire", exc, self.telemetry.internal_error)
@@ -218,6 +288,14 @@ class Channel:
         _watch(self)
 
     @property
+    def open_batches(self) -> int:
+        """Batches still open on this channel (the sweeper drops channels with none)."""
+        if self._quick is not None:
+            return 1
+        books = self._books
+        return 0 if books is None else books.open_batches
+
+    @property
     def closed(self) -> bool:
         return self._closed
 
@@ -249,6 +327,22 @@ def open_channel(
         span_attributes=span_attributes,
         side=side,
     )
+
+
+_PREPARED: dict[int, tuple[Options, Limits, SpanPolicy]] = {}
+
+
+def _prepared(options: Options) -> tuple[Limits, SpanPolicy]:
+    """An options object's ledger limits and span policy, built once, not per exchange.
+
+    Keyed by identity, holding the options themselves so that an id cannot be reused while
+    cached; bounded (a caller building Options per call cannot grow it)."""
+    entry = _PREPARED.get(id(options))
+    if entry is None or entry[0] is not options:
+        if len(_PREPARED) >= 256:
+            _PREPARED.clear()
+        entry = _PREPARED[id(options)] = (options, options.limits(), options.span_policy())
+    return entry[1], entry[2]
 
 
 _sweeper = sweeper.SWEEPER  # its home was this module; tests still look here

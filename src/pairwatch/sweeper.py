@@ -21,16 +21,12 @@ from typing import Protocol
 __all__ = ["SWEEPER", "watch"]
 
 
-class _Books(Protocol):
+class Expirable(Protocol):
+    """What the sweeper needs of a channel: whether it has open batches, and a way to
+    expire them."""
+
     @property
     def open_batches(self) -> int: ...
-
-
-class Expirable(Protocol):
-    """What the sweeper needs of a channel: its books, and a way to expire them."""
-
-    @property
-    def ledger(self) -> _Books: ...
 
     def expire(self) -> None: ...
 
@@ -69,7 +65,7 @@ class _Sweeper:
         """One pass: expire the timed-out batches of every watched channel (tests call it
         to stand for the thread's next wake-up, without waiting for it)."""
         for channel in self.channels():
-            if channel.ledger.open_batches:
+            if channel.open_batches:
                 channel.expire()
 
     def channels(self) -> list[Expirable]:

@@ -33,6 +33,7 @@ import pairwatch
 from pairwatch.channel import Channel
 from pairwatch.chaos import Fault
 from pairwatch.pairing.ledger import Ledger
+from pairwatch.pairing.quick import QuickBatch
 
 BATCH = json.dumps(
     [{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [f"p{i}"]} for i in range(4)]
@@ -47,7 +48,13 @@ def _raise(*args: Any, **kwargs: Any) -> None:
 
 
 def _broken_ledger(method: str) -> Callable[[pytest.MonkeyPatch], None]:
-    return lambda mp: mp.setattr(Ledger, method, _raise)
+    def patch(mp: pytest.MonkeyPatch) -> None:
+        mp.setattr(Ledger, method, _raise)
+        # A healthy HTTP exchange keeps its books without a ledger (pairing.quick): the same
+        # step of those books is broken too.
+        mp.setattr(QuickBatch, {"sent": "open", "received": "pair"}.get(method, method), _raise)
+
+    return patch
 
 
 def _broken_channel(mp: pytest.MonkeyPatch) -> None:

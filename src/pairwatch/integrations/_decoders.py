@@ -115,11 +115,15 @@ def _assemble(encoding: str | None, make: Callable[[str], Decoder | None], skip:
 
 def stdlib(encoding: str | None) -> Chosen:
     """gzip and deflate from zlib: the fallback when a library's decoders cannot be found."""
+    if not encoding:
+        return None  # most bodies: nothing to look up
     return _assemble(encoding, _zlib, skip=False)
 
 
 def for_httpx(lib_name: str, encoding: str | None) -> Chosen:
     """httpx (or httpx2) decodes each listed encoding it supports and skips the others."""
+    if not encoding:
+        return None  # most bodies: nothing to look up
     try:
         table: dict[str, Any] = importlib.import_module(lib_name + "._decoders").SUPPORTED_DECODERS
     except (ImportError, AttributeError):
@@ -134,6 +138,8 @@ def for_httpx(lib_name: str, encoding: str | None) -> Chosen:
 
 def for_urllib3(encoding: str | None) -> Chosen:
     """urllib3 decodes the encodings in ``CONTENT_DECODERS``; others stay undecoded."""
+    if not encoding:
+        return None
     try:
         response = importlib.import_module("urllib3.response")
         known: list[str] = list(response.HTTPResponse.CONTENT_DECODERS)
@@ -152,6 +158,8 @@ def for_urllib3(encoding: str | None) -> Chosen:
 
 def for_aiohttp(encoding: str | None) -> Chosen:
     """aiohttp's own decompressors (``auto_decompress=False`` leaves decoding to the caller)."""
+    if not encoding:
+        return None  # most bodies: nothing to look up
     try:
         utils = importlib.import_module("aiohttp.compression_utils")
     except ImportError:

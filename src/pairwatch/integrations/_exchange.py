@@ -229,14 +229,16 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return wrapped(*args, **kwargs)
+        token = ACTIVE.set(True)  # tracking(), inline: a generator per call costs more
         try:
-            with tracking():
-                response = wrapped(*args, **_sent_kwargs(client, kwargs))
+            response = wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
             exchange = exchange or _opened(streamed)
             if exchange is not None:
                 exchange.close("send_failed")
             raise
+        finally:
+            ACTIVE.reset(token)
         exchange = exchange or _opened(streamed)
         if exchange is None:  # the streamed body was not JSON-RPC after all
             if _wants_read(client, kwargs):
@@ -264,14 +266,16 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return await wrapped(*args, **kwargs)
+        token = ACTIVE.set(True)  # tracking(), inline: a generator per call costs more
         try:
-            with tracking():
-                response = await wrapped(*args, **_sent_kwargs(client, kwargs))
+            response = await wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
             exchange = exchange or _opened(streamed)
             if exchange is not None:
                 exchange.close("send_failed")
             raise
+        finally:
+            ACTIVE.reset(token)
         exchange = exchange or _opened(streamed)
         if exchange is None:  # the streamed body was not JSON-RPC after all
             if _wants_read(client, kwargs):

@@ -172,7 +172,7 @@ class _Httpx(HttpClient):
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         request: Any = argument(args, kwargs, 0, "request")
         timeout = _read_timeout(request)
-        followed = _REDIRECTED.pop(request, None)
+        followed = _REDIRECTED.pop(request, None) if _REDIRECTED else None
         if followed is not None:  # the caller sends a redirect's next_request itself
             return Request(
                 followed[1],
@@ -208,14 +208,13 @@ class _Httpx(HttpClient):
         return Request(None, request.url, read_timeout=_read_timeout(request))
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
-        headers = response.headers
-        encoding = headers.get("content-encoding")
+        content_type, encoding, location = _wanted_headers(response.headers)
         tap = exchange.tap(
-            headers.get("content-type"),
+            content_type,
             encoding,
             decoder=_decoders.for_httpx(self.integration, encoding),
             status=response.status_code,
-            location=headers.get("location"),
+            location=location,
         )
         _remember_redirect(exchange, response)
         if response.is_stream_consumed:
@@ -239,6 +238,26 @@ class _Httpx(HttpClient):
         except BaseException:
             await response.aclose()
             raise
+
+
+_WANTED: dict[bytes, int] = {b"content-type": 0, b"content-encoding": 1, b"location": 2}
+
+
+def _wanted_headers(headers: Any) -> list[str | None]:
+    """Content-Type, Content-Encoding and Location, in one pass over the raw headers.
+
+    ``Headers.get`` scans every header per name; three of them cost four times this pass.
+    Repeated headers are joined with ", " as ``Headers.get`` does.  Values are read as
+    Latin-1, which equals httpx's own reading for the ASCII these headers hold.
+    """
+    found: list[str | None] = [None, None, None]
+    for key, value in headers.raw:
+        slot = _WANTED.get(key.lower())
+        if slot is not None:
+            text = value.decode("latin-1")
+            prior = found[slot]
+            found[slot] = text if prior is None else prior + ", " + text
+    return found
 
 
 _REDIRECTED: weakref.WeakKeyDictionary[Any, tuple[wire.Payload, object]] = (

@@ -353,7 +353,11 @@ class Telemetry:
         if n and batch.paired == n and received.count(received[0]) == n:
             # One body answered the whole batch: one latency, counted per method in C.
             value = received[0] - sent_at  # type: ignore[operator]
-            for method, k in Counter(batch.methods).items():
+            first = batch.methods[0]
+            per_method = (
+                ((first, n),) if batch.methods.count(first) == n else Counter(batch.methods).items()
+            )
+            for method, k in per_method:
                 attrs = self._method_attrs(labels, is_batch, methods(method))
                 self._observe(self.latency_writer, [(value, k)], attrs, ctx)
             return

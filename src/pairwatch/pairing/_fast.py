@@ -35,7 +35,7 @@ from pairwatch.pairing.elements import (
     classify_members,
 )
 
-__all__ = ["has_jsonrpc_member", "parse_bytes"]
+__all__ = ["has_jsonrpc_member", "parse_bytes", "plain"]
 
 _UNSET: Any = msgspec.UNSET
 
@@ -128,12 +128,18 @@ def _plain(raw: bytes | str, hint: str) -> Payload | None:
     return Payload(False, None, None, Plain(Kind.RESULT, [results.id], None))
 
 
+def plain(raw: bytes | str, hint: str) -> Payload | None:
+    """The payload when every element has the healthy shape of ``hint``'s direction, else
+    None (ASCII bodies only: anything else is left to :func:`parse_bytes`' checks)."""
+    return _plain(raw, hint) if raw.isascii() else None
+
+
 def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     """Classify a JSON body, or return None to let the stdlib path decide."""
     if hint is not None and raw.isascii():
-        plain = _plain(raw, hint)
-        if plain is not None:
-            return plain
+        found = _plain(raw, hint)
+        if found is not None:
+            return found
     if not raw.isascii():
         if isinstance(raw, str):
             return None  # rare: let the stdlib path handle surrogates and BOMs

@@ -104,23 +104,28 @@ class Ledger:
 
     # ------------------------------------------------------------------ sending
     def sent(
-        self, payload: Payload, context: object = None, timeout: float | None = None
+        self,
+        payload: Payload,
+        context: object = None,
+        timeout: float | None = None,
+        at: float | None = None,
     ) -> Batch | None:
         """Register a payload the client wrote; return the batch it opened, if any
-        (``timeout``: this batch's default, e.g. an HTTP client's own read timeout)."""
+        (``timeout``: this batch's default, e.g. an HTTP client's own read timeout; ``at``:
+        when it was sent, for books replayed from :mod:`pairwatch.pairing.quick`)."""
         closed: list[Batch] = []
         with self._lock:
-            now = self._clock()
+            now = self._clock() if at is None else at
             self._expire(now, closed)
             batch = self._register(payload, now, context, closed, timeout)
         self._emit(closed)
         return batch
 
-    def postpone(self, timeout: float) -> None:
+    def postpone(self, timeout: float, at: float | None = None) -> None:
         """Push every open batch's deadline to ``timeout`` from now (never earlier): an HTTP
         client restarts its read timeout per chunk, and the books must not give up first."""
         with self._lock:
-            deadline = self._clock() + timeout
+            deadline = (self._clock() if at is None else at) + timeout
             for batch in self._open.values():
                 batch.deadline = max(batch.deadline, deadline)
 
@@ -191,7 +196,9 @@ class Ledger:
         return True
 
     # ---------------------------------------------------------------- receiving
-    def received(self, payload: Payload, is_jsonrpc: bool | None = None) -> None:
+    def received(
+        self, payload: Payload, is_jsonrpc: bool | None = None, at: float | None = None
+    ) -> None:
         """Pair every response in a payload the client read.
 
         ``is_jsonrpc`` is the caller's structural judgement of the raw reply
@@ -200,7 +207,7 @@ class Ledger:
         """
         closed: list[Batch] = []
         with self._lock:
-            now = self._clock()
+            now = self._clock() if at is None else at
             self._pair(payload, now, closed, is_jsonrpc)
             self._expire(now, closed)
         self._emit(closed)

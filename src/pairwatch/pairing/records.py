@@ -268,4 +268,3 @@ class Batch(_LateReplies):
         self._add_late_of(tally)
         self.invalid = _merge(self.invalid, tally.invalid)
         self.violations = _merge(self.violations, tally.violations)
-
