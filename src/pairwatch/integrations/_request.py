@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
@@ -37,11 +38,20 @@ def host_of(url: object) -> str | None:
         host = getattr(url, "host", None)
         if isinstance(host, str):
             return host or None
-        from urllib.parse import urlsplit
-
-        return urlsplit(str(url)).hostname
+        text = str(url)
+        if text in _HOSTS:
+            return _HOSTS[text]
+        if len(_HOSTS) >= 256:
+            _HOSTS.clear()
+        found = _HOSTS[text] = urlsplit(text).hostname
+        return found
     except Exception:
         return None
+
+
+_HOSTS: dict[str, str | None] = {}
+"""URL text -> host: a client posts to the same few URLs, and ``urlsplit`` costs more than
+the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""
 
 
 def request_payload(body: object) -> wire.Payload | None:

@@ -173,7 +173,7 @@ class Tap:
         self._sse = SseParser() if is_sse else None
         if is_sse:
             channel.relabel("sse")
-        self._watch: weakref.finalize[Any, Any] | None = None
+        self._watch: weakref.ref[Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -183,8 +183,10 @@ class Tap:
         """Close as ``stream_dropped`` if ``owner`` (the caller's response) is collected
         before its body ended, and let the sweeper apply the timeout meanwhile."""
         try:
-            self._watch = weakref.finalize(owner, _abandoned, self)
-            self._watch.atexit = False
+            # A plain weak reference with a callback, kept alive by _WATCHED until the body
+            # ends: a third of the cost of weakref.finalize, paid on every aiohttp exchange.
+            self._watch = watch = weakref.ref(owner, _Abandoned(self))
+            _WATCHED[id(watch)] = watch
             self._channel.watch()
         except Exception as exc:
             self._fail("tap_watch", exc)
@@ -286,7 +288,7 @@ class Tap:
     def _finish(self, reason: str) -> None:
         self._done = True
         if self._watch is not None:
-            self._watch.detach()
+            _WATCHED.pop(id(self._watch), None)
             self._watch = None
         self._channel.close(reason)
 
@@ -297,5 +299,19 @@ class Tap:
         guard.shielded("tap_close", self._channel.close, "closed")
 
 
-def _abandoned(tap: Tap) -> None:
-    guard.shielded("abandoned", tap.dropped, "stream_dropped")
+_WATCHED: dict[int, weakref.ref[Any]] = {}
+"""The weak references of taps watching their caller's response (see ``abandon_with``):
+held here so that each outlives its tap and its callback runs when the response goes."""
+
+
+class _Abandoned:
+    """The callback of a watched response: its body never ended, the exchange is dropped."""
+
+    __slots__ = ("tap",)
+
+    def __init__(self, tap: Tap) -> None:
+        self.tap = tap
+
+    def __call__(self, ref: weakref.ref[Any]) -> None:
+        _WATCHED.pop(id(ref), None)
+        guard.shielded("abandoned", self.tap.dropped, "stream_dropped")

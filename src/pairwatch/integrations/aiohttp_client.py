@@ -215,16 +215,22 @@ def _read_timeout(timeout: object, session: Any) -> float | None:
     """aiohttp's ``ClientTimeout`` for this call: ``sock_read`` (restarted per read), else
     ``total``; inf when both are None.  The call's ``timeout=`` wins over the session's."""
     try:
-        from aiohttp import ClientTimeout
-
-        if not isinstance(timeout, ClientTimeout):
-            timeout = getattr(session, "timeout", None)
-        if not isinstance(timeout, ClientTimeout):
+        kind = _client_timeout()
+        found: Any = timeout if isinstance(timeout, kind) else getattr(session, "timeout", None)
+        if not isinstance(found, kind):
             return None
-        read = timeout.sock_read if timeout.sock_read is not None else timeout.total
+        read = found.sock_read if found.sock_read is not None else found.total
         return math.inf if read is None else float(read)
     except Exception:
         return None
+
+
+@functools.cache
+def _client_timeout() -> Any:
+    """aiohttp's ClientTimeout, imported once (an import statement per call is not free)."""
+    from aiohttp import ClientTimeout
+
+    return ClientTimeout
 
 
 def _closing(original: Callable[..., Any], tap: Tap, inner: Any) -> Callable[..., Any]:

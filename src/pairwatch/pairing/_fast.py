@@ -40,7 +40,7 @@ __all__ = ["has_jsonrpc_member", "parse_bytes", "plain"]
 _UNSET: Any = msgspec.UNSET
 
 
-class _Element(msgspec.Struct):
+class _Element(msgspec.Struct, gc=False):
     """The members pairing looks at; every other member is skipped unread."""
 
     jsonrpc: Any = _UNSET
@@ -58,7 +58,7 @@ _decoder: msgspec.json.Decoder[list[_Element] | _Element] = msgspec.json.Decoder
 _ShortId = int | Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 
 
-class _PlainRequest(msgspec.Struct):
+class _PlainRequest(msgspec.Struct, gc=False):
     """A well-formed request: anything else fails validation and takes the general path."""
 
     jsonrpc: Literal["2.0"]
@@ -66,7 +66,7 @@ class _PlainRequest(msgspec.Struct):
     method: str
 
 
-class _PlainResult(msgspec.Struct):
+class _PlainResult(msgspec.Struct, gc=False):
     """A well-formed result (no error, no method); anything else fails validation."""
 
     jsonrpc: Literal["2.0"]
@@ -97,6 +97,9 @@ def _shared(methods: list[str]) -> list[str]:
     """
     if len(_NAMES) > _NAMES_CAP:
         _NAMES.clear()
+    if len(methods) == 1:  # in place: list(map(...)) would allocate a roomier list
+        methods[0] = _NAMES.setdefault(methods[0], methods[0])
+        return methods
     return list(map(_NAMES.setdefault, methods, methods))
 
 

@@ -32,8 +32,10 @@ def read_sent(payload: Payload, inbound: dict[IdKey, int]) -> Sent:
     REQUEST, VALID = Kind.REQUEST, IdState.VALID
     plain = payload.plain
     if plain is not None and plain.kind is REQUEST and plain.methods is not None:
-        # Every element a well-formed request: no loop needed.
-        return Sent(list(plain.keys), list(plain.methods), 0, None)
+        # Every element a well-formed request: no loop needed.  The lists are the payload's
+        # own, not copies (nothing changes them in place: an eviction replaces the keys),
+        # which halves what a pending single request costs.
+        return Sent(plain.keys, plain.methods, 0, None)  # type: ignore[arg-type]
     for kind, state, key, method, problem, _code in payload.messages:
         if kind is REQUEST and problem is None and state is VALID and type(key) is not float:
             keys.append(key)  # the common case, kept as short as possible

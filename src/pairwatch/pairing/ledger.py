@@ -142,8 +142,10 @@ class Ledger:
             return None  # only answers to the server: nothing of ours to track
         self._seq += 1
         batch = Batch(self._seq, payload.is_batch, payload.size, keys, methods, now, context)
-        batch.notifications = notifications
-        batch.invalid_requests = invalid
+        if notifications:  # the rarer fields are set only when they differ from the default
+            batch.notifications = notifications
+        if invalid is not None:
+            batch.invalid_requests = invalid
         batch.deadline = now + self.limits.timeout_for(methods, timeout)
         if self._bound:  # only an exchange attributes replies to its last batch; a stream
             self._last = batch  # must not keep a closed batch (and its lists) alive
@@ -155,7 +157,9 @@ class Ledger:
                 return batch
             self._finish(batch, "no_response_expected", closed)
             return batch
-        batch.reused_timed_out = self.timed_out.reused(keys, now)
+        reused = self.timed_out.reused(keys, now)
+        if reused:
+            batch.reused_timed_out = reused
         self._admit(batch, closed)
         self._open[batch.seq] = batch
         self._deadlines.push(batch, len(self._open))
@@ -186,7 +190,8 @@ class Ledger:
             granted += budget.take(need - granted)
         if granted < len(keys):
             batch.evicted_from = granted
-            keys[granted:] = [None] * (len(keys) - granted)
+            # A new list: the batch may share its keys with the payload it was sent in.
+            batch.keys = keys[:granted] + [None] * (len(keys) - granted)
 
     def _evict_oldest(self, closed: list[Batch]) -> bool:
         oldest = self._deadlines.oldest()
@@ -420,9 +425,11 @@ class Ledger:
             self._budget.release(batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys))
             self._deadlines.closed()
         missing_keys = self._table.release(batch) if batch.paired < len(batch.keys) else []
-        if not batch.expected_nothing:
-            batch.count_mismatch = batch.paired + batch.unknown != len(batch.keys)
-        batch.type_mismatch = count_retyped(batch.unknown_keys, missing_keys)
+        if not batch.expected_nothing and batch.paired + batch.unknown != len(batch.keys):
+            batch.count_mismatch = True
+        retyped = count_retyped(batch.unknown_keys, missing_keys)
+        if retyped:
+            batch.type_mismatch = retyped
         if reason == "timeout" and missing_keys:
             self.timed_out.remember(batch, missing_keys, batch.closed_at)
         batch.diagnosis = diagnosis.diagnose_batch(batch)

@@ -54,13 +54,14 @@ class Call:
 
 class _LateReplies:
     """Replies for ids whose request had already closed as missing by timeout: how many
-    (``late``, also counted in ``unknown``), how late and which (allocated when late)."""
+    (``late``, also counted in ``unknown``), how late and which (allocated when late).
 
-    __slots__ = ("_late", "late")
+    Class-level defaults: a record that never sees a late reply never stores these.  No
+    ``__slots__`` here, so subclasses get a ``__dict__`` (created only on first write) for
+    what they do not make a slot of their own."""
 
-    def __init__(self) -> None:
-        self.late = 0
-        self._late: tuple[list[float], list[IdKey]] | None = None
+    late: int = 0
+    _late: tuple[list[float], list[IdKey]] | None = None
 
     @property
     def lateness(self) -> list[float]:
@@ -95,10 +96,11 @@ class _LateReplies:
 class Tally(_LateReplies):
     """Responses that were classified but belong to no call: unknown, null-id, invalid."""
 
-    __slots__ = ("invalid", "null", "unknown", "unknown_keys", "violations")
+    __slots__ = ("_late", "invalid", "late", "null", "unknown", "unknown_keys", "violations")
 
     def __init__(self) -> None:
-        super().__init__()
+        self.late = 0
+        self._late = None
         self.unknown = 0
         self.null = 0
         self.unknown_keys: list[IdKey] = []
@@ -134,48 +136,55 @@ class Batch(_LateReplies):
 
     Counters accumulate while the batch is open and are emitted once, at close: one metric
     add per counter per batch keeps the cost off the per-id path.
+
+    Memory: the ledger may hold a hundred thousand pending batches, most of them single
+    requests.  Only what every batch uses is a slot; what records trouble (unknown ids,
+    duplicates, errors, evictions...) is a class-level default, stored in the instance's
+    ``__dict__`` (inherited, and created on first write) by the few batches that see it.
     """
 
     __slots__ = (
-        "__weakref__",
-        "_unknown_keys",
-        "captured",
-        "close_reason",
-        "closed_at",
-        "context",
-        "count_mismatch",
-        "deadline",
-        "diagnosis",
-        "duplicate_at",
-        "duplicates_cross",
-        "duplicates_in",
-        "error_codes",
-        "evicted_from",
-        "expected_nothing",
-        "high_index",
-        "invalid",
-        "invalid_at",
-        "invalid_requests",
-        "is_batch",
-        "keys",
-        "late_unknown",
-        "methods",
-        "missing",
-        "notifications",
-        "null",
-        "open",
-        "out_of_order",
-        "paired",
-        "received",
-        "reused_timed_out",
-        "sent_at",
-        "seq",
-        "shared",
-        "size",
-        "type_mismatch",
-        "unknown",
-        "violations",
+        "close_reason", "closed_at", "context", "deadline", "diagnosis", "high_index",
+        "is_batch", "keys", "methods", "open", "paired", "received", "sent_at", "seq", "size",
     )  # fmt: skip
+
+    # Set only when something happens; read through these defaults otherwise.
+    error_codes: dict[int, int] | None = None  # index -> error code, when errors
+    invalid_at: set[int] | None = None  # indexes paired with an invalid response
+    duplicate_at: set[int] | None = None  # indexes whose id was already pending
+    shared = False  # a later batch reused one of these ids while still pending
+    # Requests from this index on were never tracked (one batch over max_pending_ids): they
+    # close as missing with reason "evicted".  -1: every request is tracked.
+    evicted_from = -1
+    # index -> (request text, response text), only with Options(capture_payloads=True).
+    captured: dict[int, tuple[str | None, str | None]] | None = None
+    expected_nothing = False
+    notifications = 0
+    unknown = 0
+    null = 0
+    missing = 0
+    # Unknown-id replies that came after this batch had closed (handed to the sink as a stray
+    # tally, never re-counted here): kept for per-batch readers such as the audit.
+    late_unknown = 0
+    # Of ``unknown`` (absorbed while open): replies for ids of *earlier* requests that had
+    # closed as missing by timeout, with seconds after that timeout; contract-wise still
+    # unknown-id responses, diagnosed ``late_response``.
+    # Requests that reused the id of a request closed as missing by timeout moments ago
+    # (client evidence, but not ``batch.duplicate_id``: that id was no longer pending).
+    reused_timed_out = 0
+    # Unknown-id replies whose id equals one of this batch's missing ids under another JSON
+    # type ("0" for 0); set at close.
+    type_mismatch = 0
+    duplicates_in = 0
+    duplicates_cross = 0
+    out_of_order = False
+    count_mismatch = False
+    # Allocated at the first unknown id: an empty list per pending request would cost 56
+    # bytes each, for a list nearly every batch leaves empty.
+    _unknown_keys: list[IdKey] | None = None
+    invalid: dict[str, int] | None = None
+    invalid_requests: dict[str, int] | None = None
+    violations: dict[str, int] | None = None
 
     def __init__(
         self,
@@ -187,55 +196,18 @@ class Batch(_LateReplies):
         sent_at: float,
         context: object = None,
     ) -> None:
-        super().__init__()
         self.seq = seq
         self.is_batch = is_batch
         self.size = size
         self.keys = keys  # per request, in send order; None for ids that can never pair
         self.methods = methods
         self.received: list[float | None] = [None] * len(keys)
-        self.error_codes: dict[int, int] | None = None  # index -> error code, when errors
-        self.invalid_at: set[int] | None = None  # indexes paired with an invalid response
-        self.duplicate_at: set[int] | None = None  # indexes whose id was already pending
-        self.shared = False  # a later batch reused one of these ids while still pending
-        # Requests from this index on were never tracked (one batch over max_pending_ids):
-        # they close as missing with reason "evicted".  -1: every request is tracked.
-        self.evicted_from = -1
-        # index -> (request text, response text), only with Options(capture_payloads=True).
-        self.captured: dict[int, tuple[str | None, str | None]] | None = None
         self.sent_at = sent_at
         self.context = context
         self.deadline = sent_at
         self.open = True
-        self.expected_nothing = False
-        self.notifications = 0
         self.paired = 0
-        self.unknown = 0
-        self.null = 0
-        self.missing = 0
-        # Unknown-id replies that came after this batch had closed (handed to the sink as a
-        # stray tally, never re-counted here): kept for per-batch readers such as the audit.
-        self.late_unknown = 0
-        # Of ``unknown`` (absorbed while open): replies for ids of *earlier* requests that had
-        # closed as missing by timeout, with seconds after that timeout; contract-wise still
-        # unknown-id responses, diagnosed ``late_response``.
-        # Requests that reused the id of a request closed as missing by timeout moments ago
-        # (client evidence, but not ``batch.duplicate_id``: that id was no longer pending).
-        self.reused_timed_out = 0
-        # Unknown-id replies whose id equals one of this batch's missing ids under another
-        # JSON type ("0" for 0); set at close.
-        self.type_mismatch = 0
-        self.duplicates_in = 0
-        self.duplicates_cross = 0
         self.high_index = -1
-        self.out_of_order = False
-        self.count_mismatch = False
-        # Allocated at the first unknown id: an empty list per pending request would cost
-        # 56 bytes each, for a list nearly every batch leaves empty.
-        self._unknown_keys: list[IdKey] | None = None
-        self.invalid: dict[str, int] | None = None
-        self.invalid_requests: dict[str, int] | None = None
-        self.violations: dict[str, int] | None = None
         self.close_reason = ""
         self.closed_at = sent_at
         self.diagnosis = ""
@@ -257,8 +229,10 @@ class Batch(_LateReplies):
 
     def absorb(self, tally: Tally) -> None:
         """Attribute responses that paired with nothing to this (still open) batch."""
-        self.unknown += tally.unknown
-        self.null += tally.null
+        if tally.unknown:  # written only when non-zero: see the class docstring
+            self.unknown += tally.unknown
+        if tally.null:
+            self.null += tally.null
         if tally.unknown_keys:
             keys = self._unknown_keys
             if keys is None:
@@ -266,5 +240,7 @@ class Batch(_LateReplies):
             if len(keys) < 16:
                 keys.extend(tally.unknown_keys[: 16 - len(keys)])
         self._add_late_of(tally)
-        self.invalid = _merge(self.invalid, tally.invalid)
-        self.violations = _merge(self.violations, tally.violations)
+        if tally.invalid:
+            self.invalid = _merge(self.invalid, tally.invalid)
+        if tally.violations:
+            self.violations = _merge(self.violations, tally.violations)
