@@ -3,8 +3,8 @@
 Why: on a loopback server the round trip is a few hundred microseconds, so a ratio target
 of 1.10 leaves pairwatch tens of microseconds per exchange, some of which the integration
 spends reading the library's objects.  This section takes HTTP and the integration away:
-the exact channel calls an HTTP integration makes for one exchange (open a bound channel,
-``sent``, ``received``, ``close``, deferred telemetry flushed in the block), against what a
+the exact calls an HTTP integration makes for one exchange (classify the request, open a
+bound channel, ``received``, ``close``, deferred telemetry flushed in the block), against what a
 client does anyway with the same reply, ``json.loads`` (what ``.json()`` costs).  The
 ratio says how many client decodes pairwatch's books cost; the µs are what any
 integration adds on top of its own wrapper.
@@ -19,7 +19,8 @@ from _common import Results, Row, interleaved
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from pairwatch.channel import Channel, Options
+from pairwatch.channel import Options
+from pairwatch.integrations._request import request_payload, start_exchange
 from pairwatch.pairing import wire
 
 
@@ -44,14 +45,11 @@ def run_floor(results: Results, sizes: tuple[int, ...], repeats: int, per_block:
 
         def books(k: int, sent_b: bytes = sent_b, reply_b: bytes = reply_b) -> None:
             for _ in range(k):
-                channel = Channel(
-                    transport="http",
-                    integration="bench",
-                    server_address="127.0.0.1:8545",
-                    bound=True,
-                    options=options,
-                )
-                channel.sent(sent_b)
+                # As the HTTP integrations open an exchange: the request classified by its
+                # one typed decode, a bound channel with quick books (pairing.quick).
+                payload = request_payload(sent_b)
+                assert payload is not None
+                channel = start_exchange(payload, options, "bench", "127.0.0.1:8545", sent_b)
                 channel.received(reply_b)
                 channel.close("body_end")
 

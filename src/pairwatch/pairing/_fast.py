@@ -97,9 +97,13 @@ def _shared(methods: list[str]) -> list[str]:
     """
     if len(_NAMES) > _NAMES_CAP:
         _NAMES.clear()
+    first = methods[0]
+    name = _NAMES.setdefault(first, first)
     if len(methods) == 1:  # in place: list(map(...)) would allocate a roomier list
-        methods[0] = _NAMES.setdefault(methods[0], methods[0])
+        methods[0] = name
         return methods
+    if methods.count(first) == len(methods):  # one method for the whole batch: common
+        return [name] * len(methods)
     return list(map(_NAMES.setdefault, methods, methods))
 
 
