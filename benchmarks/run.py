@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Results, Row, chaos_server, fast_server, server_process
+from _targets import render_targets
 
 import pairwatch
 
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{platform.machine()}; {'short' if short else 'full'} run"
         )
     print(render(results, args.markdown))
+    print("\nIssue 16's targets, from the rows above:\n")
+    print(render_targets(results, args.markdown))
     gross = [r for r in results.rows if r.gross]
     if gross:
         for r in gross:

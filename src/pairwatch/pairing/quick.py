@@ -128,9 +128,10 @@ class QuickBatch:
         """The closed batch of a paired exchange, as the ledger's ``_finish`` leaves it."""
         self.release()
         n = len(self.keys)
+        # The payload's own lists, not copies, as the ledger's intake takes them.
         batch = Batch(
-            1, self.payload.is_batch, n, list(self.keys), list(self.methods), self.sent_at,
-            self.context,
+            1, self.payload.is_batch, n, self.keys, self.methods,  # type: ignore[arg-type]
+            self.sent_at, self.context,
         )  # fmt: skip
         batch.deadline = self.deadline
         batch.received = [self.received_at] * n
