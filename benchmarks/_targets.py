@@ -32,6 +32,7 @@ def _line(
     worst_name, worst = max(found, key=lambda item: item[1])
     best = min(value for _, value in found)
     measured = fmt(worst) if len(found) == 1 else f"{fmt(best)} to {fmt(worst)}"
+    measured += unit
     met = "yes" if worst <= target else "no"
     return case, f"{measured} (worst: {worst_name})", f"≤ {fmt(target)}{unit}", met
 

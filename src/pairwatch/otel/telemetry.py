@@ -44,7 +44,6 @@ from pairwatch.otel.labels import LabelCache, Labels, Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
     DEFERRED_FLUSH,
-    DIAGNOSIS,
     DUPLICATE_SCOPE,
     ERROR_KIND,
     LABEL_SETS_CAP,
@@ -258,13 +257,7 @@ class Telemetry:
         if is_batch not in labels.zeroed:
             self._zeros(zeros.batch_rows(labels, is_batch))
         self._observe(self.size_writer, [(batch.size, 1)], attrs)
-        self._add(
-            self.closed,
-            1,
-            labels.extra(
-                is_batch, **{DIAGNOSIS: batch.diagnosis, CLOSE_REASON: batch.close_reason}
-            ),
-        )
+        self._add(self.closed, 1, labels.closed(is_batch, batch.diagnosis, batch.close_reason))
         if batch.keys:
             self._add(self.requests, len(batch.keys), attrs)
         self._record_latencies(labels, batch, ctx)
@@ -289,10 +282,12 @@ class Telemetry:
         if batch.invalid_requests:
             for reason, n in batch.invalid_requests.items():
                 self._add(self.invalid_request, n, labels.extra(is_batch, **{REASON: reason}))
-        self._record_tally(
-            labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
-        )
-        self._record_late(attrs, batch)
+        if batch.unknown or batch.null or batch.invalid or batch.violations:
+            self._record_tally(
+                labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
+            )
+        if batch.late:
+            self._record_late(attrs, batch)
 
     def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
         """Count what repair mode changed in one reply (see :mod:`pairwatch.pairing.repair`)."""
