@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if "web3" in only:
         from _ext import run_web3
 
-        run_web3(results, size=100, repeats=9, per_block=5)
+        run_web3(results, size=100, repeats=15, per_block=5)  # anvil swings: more repeats
     if "mcp" in only:
         from _ext import run_mcp
 
