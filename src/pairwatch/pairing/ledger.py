@@ -36,6 +36,9 @@ batch closes as ``malformed_request_element``: ``[]`` is an invalid request); an
 JSON-RPC reply is also a protocol violation.  On a stream, ``[]`` closes at once: the stream
 is JSON-RPC by construction and its reply is an ordinary null-id response.
 
+How a batch closes (what is missing, its diagnosis, the sink) is
+:mod:`pairwatch.pairing.closing`, the ledger's other half.
+
 Costs do not grow with what is outstanding: expiry and eviction read a deadline queue
 (:mod:`pairwatch.pairing.deadlines`), never the whole table of open batches.
 """
@@ -44,11 +47,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol
 
-from pairwatch.pairing import diagnosis, wire
+from pairwatch.pairing import wire
+from pairwatch.pairing.closing import Closing, LedgerSink
 from pairwatch.pairing.deadlines import Deadlines
-from pairwatch.pairing.intake import count_retyped, read_sent
+from pairwatch.pairing.intake import read_sent
 from pairwatch.pairing.late import TimedOut
 from pairwatch.pairing.limits import Budget, Limits, process_budget
 from pairwatch.pairing.records import Batch, Tally
@@ -59,15 +62,7 @@ from pairwatch.pairing.wire import CALL_KINDS, IdKey, IdState, Kind, Message, Pa
 __all__ = ["Ledger", "LedgerSink", "Limits"]
 
 
-class LedgerSink(Protocol):
-    """Where closed batches and unattributed responses go (telemetry, audit, tests)."""
-
-    def batch_closed(self, batch: Batch) -> None: ...
-
-    def stray(self, batch: Batch | None, tally: Tally) -> None: ...
-
-
-class Ledger:
+class Ledger(Closing):
     """One channel's books.  Thread-safe: every public method takes the channel's lock."""
 
     __slots__ = (
@@ -344,49 +339,6 @@ class Ledger:
             batch.late_unknown += tally.unknown
         self.sink.stray(batch, tally)
 
-    # ------------------------------------------------------------------ closing
-    def close(self, reason: str = "closed") -> None:
-        """Close every open batch of the channel (body end, stream end, stream dropped...)."""
-        closed: list[Batch] = []
-        with self._lock:
-            self._drop_held()
-            for batch in list(self._open.values()):
-                self._finish(batch, reason, closed)
-            self._deadlines.clear()
-        self._emit(closed)
-
-    def withdraw(self) -> None:
-        """Forget every open batch uncounted: a 202 or a redirect says its requests are
-        answered on another channel, where they are counted (else twice, once as missing)."""
-        with self._lock:
-            self._drop_held()
-            for batch in list(self._open.values()):
-                batch.open = False
-                del self._open[batch.seq]
-                self._budget.release(
-                    batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
-                )
-                self._table.release(batch)
-            self._deadlines.clear()
-
-    def close_batch(self, batch: Batch, reason: str) -> None:
-        """Close one batch now: its caller stopped waiting (a client library's own timeout,
-        an error it synthesized).  What is still pending counts as missing with ``reason``."""
-        closed: list[Batch] = []
-        with self._lock:
-            if batch is self._held:
-                self._drop_held()
-            elif self._open.get(batch.seq) is batch:
-                self._finish(batch, reason, closed)
-        self._emit(closed)
-
-    def expire(self) -> None:
-        """Close batches whose timeout passed; called by the sweeper and on every event."""
-        closed: list[Batch] = []
-        with self._lock:
-            self._expire(self._clock(), closed)
-        self._emit(closed)
-
     @property
     def open_batches(self) -> int:
         return len(self._open)
@@ -404,37 +356,3 @@ class Ledger:
     def inbound_pending(self) -> int:
         """Server-initiated requests received and not yet answered by the client."""
         return sum(self._inbound.values())
-
-    def _drop_held(self) -> None:
-        if self._held is not None:
-            self._held.open = False
-            self._held = None
-
-    def _expire(self, now: float, closed: list[Batch]) -> None:
-        if self._open:
-            for batch in self._deadlines.due(now):
-                self._finish(batch, "timeout", closed)
-
-    def _finish(self, batch: Batch, reason: str, closed: list[Batch]) -> None:
-        if not batch.open:
-            return
-        batch.open = False
-        batch.close_reason = reason
-        batch.closed_at = self._clock()
-        if self._open.pop(batch.seq, None) is not None:
-            self._budget.release(batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys))
-            self._deadlines.closed()
-        missing_keys = self._table.release(batch) if batch.paired < len(batch.keys) else []
-        if not batch.expected_nothing and batch.paired + batch.unknown != len(batch.keys):
-            batch.count_mismatch = True
-        retyped = count_retyped(batch.unknown_keys, missing_keys)
-        if retyped:
-            batch.type_mismatch = retyped
-        if reason == "timeout" and missing_keys:
-            self.timed_out.remember(batch, missing_keys, batch.closed_at)
-        batch.diagnosis = diagnosis.diagnose_batch(batch)
-        closed.append(batch)
-
-    def _emit(self, closed: list[Batch]) -> None:
-        for batch in closed:
-            self.sink.batch_closed(batch)

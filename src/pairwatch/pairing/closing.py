@@ -1,0 +1,125 @@
+"""How a channel's books close batches: at body or stream end, one by one when a caller stops
+waiting, at their deadline, or not at all when the replies come on another channel.
+
+Split from :mod:`pairwatch.pairing.ledger` (which registers and pairs) so that each file has
+one job: this one says what a batch looks like when it closes (what is still pending is
+missing; the count mismatch, re-typed ids and the diagnosis are settled here, once) and
+where it goes (the sink).  :class:`Closing` is the ledger's half that does this; it holds no
+state of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from pairwatch.pairing import diagnosis
+from pairwatch.pairing.deadlines import Deadlines
+from pairwatch.pairing.intake import count_retyped
+from pairwatch.pairing.late import TimedOut
+from pairwatch.pairing.limits import Budget
+from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.table import PendingTable
+
+__all__ = ["Closing", "LedgerSink"]
+
+
+class LedgerSink(Protocol):
+    """Where closed batches and unattributed responses go (telemetry, audit, tests)."""
+
+    def batch_closed(self, batch: Batch) -> None: ...
+
+    def stray(self, batch: Batch | None, tally: Tally) -> None: ...
+
+
+class Closing:
+    """The closing half of :class:`~pairwatch.pairing.ledger.Ledger` (which sets these)."""
+
+    __slots__ = ()
+
+    _lock: threading.Lock
+    _open: dict[int, Batch]
+    _deadlines: Deadlines
+    _budget: Budget
+    _table: PendingTable
+    _held: Batch | None
+    _clock: Callable[[], float]
+    timed_out: TimedOut
+    sink: LedgerSink
+
+    def close(self, reason: str = "closed") -> None:
+        """Close every open batch of the channel (body end, stream end, stream dropped...)."""
+        closed: list[Batch] = []
+        with self._lock:
+            self._drop_held()
+            for batch in list(self._open.values()):
+                self._finish(batch, reason, closed)
+            self._deadlines.clear()
+        self._emit(closed)
+
+    def withdraw(self) -> None:
+        """Forget every open batch uncounted: a 202 or a redirect says its requests are
+        answered on another channel, where they are counted (else twice, once as missing)."""
+        with self._lock:
+            self._drop_held()
+            for batch in list(self._open.values()):
+                batch.open = False
+                del self._open[batch.seq]
+                self._budget.release(
+                    batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
+                )
+                self._table.release(batch)
+            self._deadlines.clear()
+
+    def close_batch(self, batch: Batch, reason: str) -> None:
+        """Close one batch now: its caller stopped waiting (a client library's own timeout,
+        an error it synthesized).  What is still pending counts as missing with ``reason``."""
+        closed: list[Batch] = []
+        with self._lock:
+            if batch is self._held:
+                self._drop_held()
+            elif self._open.get(batch.seq) is batch:
+                self._finish(batch, reason, closed)
+        self._emit(closed)
+
+    def expire(self) -> None:
+        """Close batches whose timeout passed; called by the sweeper and on every event."""
+        closed: list[Batch] = []
+        with self._lock:
+            self._expire(self._clock(), closed)
+        self._emit(closed)
+
+    def _drop_held(self) -> None:
+        if self._held is not None:
+            self._held.open = False
+            self._held = None  # type: ignore[misc]  # a slot of Ledger, which sets it
+
+    def _expire(self, now: float, closed: list[Batch]) -> None:
+        if self._open:
+            for batch in self._deadlines.due(now):
+                self._finish(batch, "timeout", closed)
+
+    def _finish(self, batch: Batch, reason: str, closed: list[Batch]) -> None:
+        if not batch.open:
+            return
+        batch.open = False
+        batch.close_reason = reason
+        batch.closed_at = self._clock()
+        if self._open.pop(batch.seq, None) is not None:
+            self._budget.release(batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys))
+            self._deadlines.closed()
+        missing_keys = self._table.release(batch) if batch.paired < len(batch.keys) else []
+        if not batch.expected_nothing and batch.paired + batch.unknown != len(batch.keys):
+            batch.count_mismatch = True
+        retyped = count_retyped(batch.unknown_keys, missing_keys)
+        if retyped:
+            batch.type_mismatch = retyped
+        if reason == "timeout" and missing_keys:
+            self.timed_out.remember(batch, missing_keys, batch.closed_at)
+        batch.diagnosis = diagnosis.diagnose_batch(batch)
+        closed.append(batch)
+
+    def _emit(self, closed: list[Batch]) -> None:
+        for batch in closed:
+            self.sink.batch_closed(batch)
