@@ -18,7 +18,7 @@ def require(available: bool, what: str, install: str) -> None:
     message = f"{what} is not available: {install}"
     if IN_CI:
         pytest.fail(message + " (CI=true: absent components fail)")
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=True)  # also from a module's top level
 
 
 def need(module: str, install: str) -> Any:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from components import need
 from otel_support import Otel
 from server_apps import starlette_app
 from server_support import answer_body, call, note, uvicorn_server, wait_until
@@ -20,7 +21,7 @@ from server_support import answer_body, call, note, uvicorn_server, wait_until
 import pairwatch
 from pairwatch.otel.names import SIDE
 
-pytest.importorskip("starlette")  # the MCP SDK brings it; also in the test extra
+need("starlette", "pip install starlette (in the test extra; the MCP SDK brings it)")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import json
 import threading
 
 import httpx
-import pytest
 from components import need
 from otel_support import Otel
 from server_apps import starlette_app
@@ -21,7 +20,7 @@ from server_support import call, note, raw_exchange, uvicorn_server, wait_until
 
 import pairwatch
 
-pytest.importorskip("starlette")
+need("starlette", "pip install starlette (in the test extra; the MCP SDK brings it)")
 
 EXCHANGES = [
     ("/", [call(0), call(1, "drop"), note(), call(2, "null_id")]),
