@@ -115,8 +115,6 @@ def _assemble(encoding: str | None, make: Callable[[str], Decoder | None], skip:
 
 def stdlib(encoding: str | None) -> Chosen:
     """gzip and deflate from zlib: the fallback when a library's decoders cannot be found."""
-    if not encoding:
-        return None  # most bodies: nothing to look up
     return _assemble(encoding, _zlib, skip=False)
 
 

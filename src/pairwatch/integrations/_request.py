@@ -66,7 +66,7 @@ def request_payload(body: object) -> wire.Payload | None:
         return healthy
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
-    parsed = wire.parse(body, wire.Kind.REQUEST)
+    parsed = wire.parse(body)  # no hint: the healthy shape was just tried and did not fit
     if not parsed.size and not parsed.empty_batch:
         return None
     return parsed  # [] too: the ledger holds it until its reply shows JSON-RPC

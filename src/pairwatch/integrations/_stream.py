@@ -163,7 +163,9 @@ class Tap:
         self._done = False
         self._buffer: list[bytes] = []
         self._size = 0
-        self._decoder = _decoders.stdlib(encoding) if decoder is None else decoder
+        # No encoding: identity, whatever chose (or did not choose) the decoder.
+        fallback = decoder is None and bool(encoding)
+        self._decoder = _decoders.stdlib(encoding) if fallback else decoder
         self._charset = charset_of(content_type)
         self._elsewhere = elsewhere
         self._flush = False
