@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from time import time_ns
 from typing import Any
 
@@ -250,8 +252,7 @@ def _apply(aggregation: Any, runs: Sequence[Run]) -> None:
         total = aggregation._sum
         low, high = aggregation._min, aggregation._max
         for value, count in runs:
-            for _ in range(count):
-                total += value
+            total = _added(total, value, count)
             if value < low:
                 low = value
             if value > high:
@@ -260,6 +261,23 @@ def _apply(aggregation: Any, runs: Sequence[Run]) -> None:
         aggregation._sum = total
         if aggregation._record_min_max:
             aggregation._min, aggregation._max = low, high
+
+
+if sys.version_info < (3, 12):
+
+    def _added(total: float, value: float, count: int) -> float:
+        """``total`` plus ``value``, ``count`` times, rounded after each addition as the
+        SDK's ``_sum += value`` is: before 3.12, ``sum()`` adds floats exactly that way, in C."""
+        return sum(repeat(value, count), total) if count > 1 else total + value
+
+else:
+
+    def _added(total: float, value: float, count: int) -> float:
+        """From 3.12 on ``sum()`` compensates the rounding of floats, which the SDK's
+        ``_sum += value`` does not: the same additions, one by one."""
+        for _ in range(count):
+            total += value
+        return total
 
 
 def _shape_ok(histogram: object) -> bool:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -55,8 +54,9 @@ from pairwatch.otel.names import (
     SCOPE,
     SERVER_ADDRESS_CAP,
 )
-from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
+from pairwatch.otel.sdk_fast import HistogramWriter, runs_of
 from pairwatch.otel.spans import DEFAULT_POLICY, SpanAttributes, SpanPolicy, SpanWriter
+from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing.records import Batch, Tally
 
@@ -105,15 +105,11 @@ class Telemetry:
         self.latency_writer = HistogramWriter(self.pair_latency)
         self.size_writer = HistogramWriter(self.size)
         self.lateness_writer = HistogramWriter(self.lateness)
-        # Adds and observations made while a drain records its queued batches, summed per
-        # (instrument, attribute set) and applied once when the drain ends: one SDK call per
-        # set per drain instead of several per batch, with identical exported values.
-        self._adds: dict[tuple[int, int], list[Any]] = {}
-        self._observations: dict[
-            tuple[int, int, int],
-            tuple[HistogramWriter, Attrs, list[Run], list[int], Context | None],
-        ] = {}
-        self._current = 0  # numbers the batches (and stray tallies) recorded, for error counts
+        # What a drain records, summed per (instrument, attribute set) and applied when it
+        # ends (see pairwatch.otel.sums).
+        self._sums = sums = Sums()
+        self._add = sums.add
+        self._observe = sums.observe
         deferred.on_drained(self._commit)
         self.requests = counters["requests"]
         self.closed = counters["closed"]
@@ -175,7 +171,7 @@ class Telemetry:
 
     def _stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         try:
-            self._current += 1
+            self._sums.current += 1
             is_batch = batch.is_batch if batch is not None else False
             if is_batch not in labels.zeroed:
                 self._zeros(zeros.batch_rows(labels, is_batch))
@@ -186,53 +182,12 @@ class Telemetry:
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
-    def _add(self, counter: metrics.Counter, n: int, attrs: Attrs) -> None:
-        key = (id(counter), id(attrs))
-        entry = self._adds.get(key)
-        if entry is None:
-            self._adds[key] = [counter, attrs, n, [self._current]]
-        else:
-            entry[2] += n
-            entry[3].append(self._current)
-
-    def _observe(
-        self, writer: HistogramWriter, runs: list[Run], attrs: Attrs, ctx: Context | None = None
-    ) -> None:
-        # A batch with a sampled span keeps its own entry: its values are recorded in its
-        # span's context (exemplars); the others share one entry per attribute set.
-        key = (id(writer), id(attrs), id(ctx) if ctx is not None else 0)
-        entry = self._observations.get(key)
-        if entry is None:
-            self._observations[key] = (writer, attrs, runs, [self._current], ctx)
-        else:
-            entry[2].extend(runs)  # in order: the sum is added value by value, as before
-            entry[3].append(self._current)
-
     def _commit(self) -> None:
-        """Apply what the drain summed (called by :mod:`pairwatch.otel.deferred`, under its lock).
+        """Apply what the drain summed (run by :mod:`pairwatch.otel.deferred`, under its lock)."""
+        self._sums.commit(self._failed)
 
-        A failing SDK call counts one internal error per batch it carried, as recording each
-        batch on its own would have.
-        """
-        adds, self._adds = self._adds, {}
-        observations, self._observations = self._observations, {}
-        failed: set[int] = set()
-        last: Exception | None = None
-        for counter, attrs, n, batches in adds.values():
-            try:
-                counter.add(n, attrs)
-            except Exception as exc:
-                failed.update(batches)
-                last = exc
-        for writer, attrs, runs, batches, ctx in observations.values():
-            try:
-                writer.record_runs(runs, attrs, ctx)
-            except Exception as exc:
-                failed.update(batches)
-                last = exc
-        if last is not None:
-            for _ in failed:
-                guard.report("telemetry", last, self.internal_error)
+    def _failed(self, exc: Exception) -> None:
+        guard.report("telemetry", exc, self.internal_error)
 
     def _record_batch(
         self,
@@ -241,7 +196,8 @@ class Telemetry:
         span_attributes: SpanAttributes | None,
         policy: SpanPolicy = DEFAULT_POLICY,
     ) -> None:
-        self._current += 1
+        sums = self._sums
+        sums.current += 1
         # Spans first: a sampled batch span is the context its latencies are recorded in,
         # so that the SDK's trace-based exemplar filter links a latency bucket to the trace.
         ctx: Context | None = None
@@ -256,10 +212,7 @@ class Telemetry:
         attrs = labels.by_batch[is_batch]
         if is_batch not in labels.zeroed:
             self._zeros(zeros.batch_rows(labels, is_batch))
-        self._observe(self.size_writer, [(batch.size, 1)], attrs)
-        self._add(self.closed, 1, labels.closed(is_batch, batch.diagnosis, batch.close_reason))
-        if batch.keys:
-            self._add(self.requests, len(batch.keys), attrs)
+        self._record_common(labels, batch, attrs)
         self._record_latencies(labels, batch, ctx)
         if batch.missing:
             self._record_missing(labels, batch)
@@ -338,6 +291,40 @@ class Telemetry:
             self._zeros(zeros.method_rows(labels, is_batch, method))
         return labels.for_method(is_batch, method)
 
+    def _record_common(self, labels: Labels, batch: Batch, attrs: Attrs) -> None:
+        """The records every batch makes: ``batch.size``, ``batch.closed``, ``batch.requests``.
+
+        Their accumulators are looked up once per drain per (label set, diagnosis, close
+        reason), then fed in place: equal sizes in a row become one run, which
+        :mod:`pairwatch.otel.sdk_fast` applies as the same values one by one.
+        """
+        sums = self._sums
+        current = sums.current
+        is_batch = batch.is_batch
+        key = (labels, is_batch, batch.diagnosis, batch.close_reason)
+        found = sums.found.get(key)
+        if found is None:
+            closed_attrs = labels.closed(is_batch, batch.diagnosis, batch.close_reason)
+            found = sums.found[key] = (
+                sums.observing(self.size_writer, attrs),
+                sums.adding(self.closed, closed_attrs),
+                sums.adding(self.requests, attrs),
+            )
+        sizes, closed, requests = found
+        size = batch.size
+        runs = sizes[2]
+        if runs and runs[-1][0] == size:
+            runs[-1] = (size, runs[-1][1] + 1)
+        else:
+            runs.append((size, 1))
+        sizes[3].append(current)
+        closed[2] += 1
+        closed[3].append(current)
+        n = len(batch.keys)
+        if n:
+            requests[2] += n
+            requests[3].append(current)
+
     def _record_latencies(self, labels: Labels, batch: Batch, ctx: Context | None) -> None:
         """One observation per paired id, grouped per attribute set (see sdk_fast)."""
         methods = self.methods
@@ -349,6 +336,17 @@ class Telemetry:
             # One body answered the whole batch: one latency, counted per method in C.
             value = received[0] - sent_at  # type: ignore[operator]
             first = batch.methods[0]
+            if ctx is None and (n == 1 or batch.methods.count(first) == n):
+                # The usual batch: one method, one accumulator found once per drain.
+                sums = self._sums
+                key = (labels, is_batch, first)
+                found = sums.found.get(key)
+                if found is None:
+                    attrs = self._method_attrs(labels, is_batch, methods(first))
+                    found = sums.found[key] = sums.observing(self.latency_writer, attrs)
+                found[2].append((value, n))
+                found[3].append(sums.current)
+                return
             per_method = (
                 ((first, n),) if batch.methods.count(first) == n else Counter(batch.methods).items()
             )
