@@ -17,8 +17,10 @@ from opentelemetry import context as otel_context
 from pairwatch import guard, sweeper, switch
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
+from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
 from pairwatch.otel.spans import SpanAttributes, SpanPolicy
+from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger
 from pairwatch.pairing.limits import Limits, process_budget
@@ -57,17 +59,37 @@ class Channel:
         side: str = "client",
         quick: bool = False,
     ) -> None:
-        self.options = options = options or Options()
-        self.telemetry = telemetry_for(options)
-        self._labels = labels = self.telemetry.labels(transport, integration, server_address, side)
-        self._capture = (
+        options = options or Options()
+        telemetry = telemetry_for(options)
+        labels = telemetry.labels(transport, integration, server_address, side)
+        capture = (
             Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
             if options.capture_payloads
             else None
         )
         limits, policy = _prepared(options)
+        self._setup(
+            options, telemetry, labels, limits, policy, bound, quick, span_attributes, capture
+        )
+
+    def _setup(
+        self,
+        options: Options,
+        telemetry: Telemetry,
+        labels: Labels,
+        limits: Limits,
+        policy: SpanPolicy,
+        bound: bool,
+        quick: bool,
+        span_attributes: SpanAttributes | None = None,
+        capture: Capture | None = None,
+    ) -> None:
+        self.options = options
+        self.telemetry = telemetry
+        self._labels = labels
+        self._capture = capture
         self._sink = Sink(
-            self.telemetry, labels, options.on_batch_closed, span_attributes, self._capture, policy
+            telemetry, labels, options.on_batch_closed, span_attributes, capture, policy
         )
         self._bound = bound
         self._limits = limits
@@ -78,12 +100,35 @@ class Channel:
         self._quick: QuickBatch | None = None
         self._books: Ledger | None = None
         self._quick_lock: threading.Lock | None = None
-        if quick and bound and self._capture is None:
+        if quick and bound and capture is None:
             self._quick_lock = threading.Lock()  # the sweeper's thread may replay it
         else:
             self._books = Ledger(self._sink, clock=options.clock, limits=limits, bound=bound)
         if not bound:
             _watch(self)
+
+    @classmethod
+    def exchange(cls, options: Options, integration: str, server_address: str | None) -> Channel:
+        """The bound, quick channel of one HTTP exchange: ``Channel(transport="http",
+        integration=integration, server_address=server_address, bound=True, options=options,
+        quick=True)``, with its telemetry, labels and limits looked up once per (options,
+        integration, address) instead of once per exchange."""
+        key = (id(options), integration, server_address)
+        found = _EXCHANGES.get(key)
+        if found is None or found[0] is not options:
+            if options.capture_payloads:  # captured exchanges keep a ledger: nothing to share
+                return cls(
+                    transport="http", integration=integration, server_address=server_address,
+                    bound=True, options=options, quick=True,
+                )  # fmt: skip
+            telemetry = telemetry_for(options)
+            labels = telemetry.labels("http", integration, server_address)
+            if len(_EXCHANGES) >= 256:  # bounded: a caller building Options per call
+                _EXCHANGES.clear()
+            found = _EXCHANGES[key] = (options, telemetry, labels, *_prepared(options))
+        channel = cls.__new__(cls)
+        channel._setup(options, found[1], found[2], found[3], found[4], True, True)
+        return channel
 
     @property
     def ledger(self) -> Ledger:
@@ -330,6 +375,9 @@ def open_channel(
 
 
 _PREPARED: dict[int, tuple[Options, Limits, SpanPolicy]] = {}
+_EXCHANGES: dict[
+    tuple[int, str, str | None], tuple[Options, Telemetry, Labels, Limits, SpanPolicy]
+] = {}
 
 
 def _prepared(options: Options) -> tuple[Limits, SpanPolicy]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from opentelemetry.context import Context
+
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._decoders import Chosen
@@ -93,23 +95,18 @@ def start_exchange(
     host: str | None,
     raw: object = None,
     read_timeout: float | None = None,
+    current: Context | None = None,
 ) -> Channel:
     """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
     the body as sent, is read only when payload capture is on).
 
     ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
     waits that long instead of :attr:`Options.timeout`, so a long call the client still
-    awaits is not counted missing.  None: the client's setting is unknown.
+    awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
+    the caller's OpenTelemetry context, when the integration has already read it.
     """
-    channel = Channel(
-        transport="http",
-        integration=integration,
-        server_address=host or None,
-        bound=True,
-        options=options,
-        quick=True,
-    )
-    channel.sent_parsed(payload, raw, read_timeout)
+    channel = Channel.exchange(options, integration, host or None)
+    channel.sent_parsed(payload, raw, read_timeout, current)
     return channel
 
 
