@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
 from pairwatch import guard
@@ -134,23 +135,26 @@ def _begin(
             return None
         host = host_of(request.url)
         timeout = request.read_timeout
-        channel = start_exchange(payload, options, client.integration, host, request.body, timeout)
+        current = otel_context.get_current()  # read once: the span parent and the propagation
+        channel = start_exchange(
+            payload, options, client.integration, host, request.body, timeout, current
+        )
         if options.propagate and request.headers is not None:
-            inject_context(request.headers)
+            inject_context(request.headers, current)
         return Exchange(channel, payload, timeout, request.body)
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
 
 
-def inject_context(headers: Any) -> None:
+def inject_context(headers: Any, current: otel_context.Context | None = None) -> None:
     """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
     instrumentations do, so the server's batch span joins this trace.
 
     Nothing is added without a current span (an untraced request goes out unchanged), nor
     over a header the caller or another instrumentation already set.
     """
-    if not trace.get_current_span().get_span_context().is_valid:
+    if not trace.get_current_span(current).get_span_context().is_valid:
         return
     propagator = propagate.get_global_textmap()
     if any(field in headers for field in propagator.fields):

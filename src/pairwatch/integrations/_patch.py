@@ -40,19 +40,21 @@ from pairwatch.integrations import MISSING, Handle, hold
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
+try:  # the contrib package's plain-string key too, where it defines one (checked alike)
+    from opentelemetry.instrumentation.utils import (
+        _SUPPRESS_INSTRUMENTATION_KEY_PLAIN as _PLAIN_KEY,
+    )
+except ImportError:  # pragma: no cover - without the instrumentation extra
+    _PLAIN_KEY = "suppress_instrumentation"
+
 _SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
 
 
-def _enabled_from_context() -> bool:
-    return not otel_context.get_value(_SUPPRESS_KEY)
-
-
-try:  # the contrib helper, when the instrumentation extra is installed; the same key
-    from opentelemetry.instrumentation.utils import (
-        is_instrumentation_enabled as instrumentation_enabled,
-    )
-except ImportError:  # pragma: no cover - exercised in the subprocess test without the extra
-    instrumentation_enabled = _enabled_from_context
+def instrumentation_enabled() -> bool:
+    """OpenTelemetry's ``is_instrumentation_enabled`` (contrib), with the current context
+    read once instead of once per key: this runs on every wrapped call."""
+    current = otel_context.get_current()
+    return not (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))
 
 
 def _is_mock(original: object) -> bool:
@@ -95,25 +97,26 @@ class _OnInstance(wrapt.ObjectProxy):  # type: ignore[type-arg]
 
     def __init__(self, obj: object, name: str, own: object, wrapper: Wrapper, always: bool) -> None:
         super().__init__(getattr(obj, name))
-        self._self_obj = hold(obj)
-        self._self_name = name
-        self._self_own = own
-        self._self_wrapper = wrapper
-        self._self_always = always
+        # One attribute read per call (a proxy's own attributes cost more than a plain
+        # object's): the target, the name, its own original, the wrapper, always-on.
+        self._self_call: tuple[Callable[[], Any], str, object, Wrapper, bool] = (
+            hold(obj), name, own, wrapper, always,
+        )  # fmt: skip
         self._self_active = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        obj = self._self_obj()
-        original: Any = self._self_own
+        held, name, own, wrapper, always = self._self_call
+        obj = held()
+        original: Any = own
         if original is MISSING and obj is not None:
-            original = _through_class(obj, self._self_name)
+            original = _through_class(obj, name)
         if original is MISSING:
             original = self.__wrapped__
         if obj is None or not self._self_active:
             return original(*args, **kwargs)
-        if not self._self_always and passes_through(original):
+        if not always and passes_through(original):
             return original(*args, **kwargs)
-        return self._self_wrapper(original, obj, args, kwargs)
+        return wrapper(original, obj, args, kwargs)
 
 
 def _on_owner(original: Any, wrapper: Wrapper, always: bool) -> wrapt.FunctionWrapper:  # type: ignore[type-arg]
