@@ -40,7 +40,7 @@ _UTF8: Final = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
 def charset_of(content_type: str | None) -> str | None:
     """The ``charset`` parameter of a Content-Type, normalised to a Python codec name, or
     None when absent or unknown to Python (the body is then read as JSON text)."""
-    if not content_type:
+    if not content_type or ";" not in content_type:  # "application/json": no parameters
         return None
     for param in str(content_type).split(";")[1:]:
         name, _, value = param.partition("=")

@@ -28,6 +28,7 @@ from pairwatch.channel import Options
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import (
+    REDIRECTS,
     Exchange,
     HttpClient,
     Request,
@@ -274,6 +275,8 @@ nobody follows is forgotten with its request.
 
 
 def _remember_redirect(exchange: Exchange, response: Any) -> None:
+    if response.status_code not in REDIRECTS:  # only a redirect carries a next_request
+        return
     following = getattr(response, "next_request", None)
     original = getattr(response, "request", None)
     # 303 (and 301/302 after a POST) turn the method into GET without a body: nothing to carry.

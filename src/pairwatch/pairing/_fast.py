@@ -86,6 +86,7 @@ _plain_results: msgspec.json.Decoder[list[_PlainResult] | _PlainResult] = msgspe
 
 _NAMES: dict[str, str] = {}
 _NAMES_CAP = 1024
+_SINGLES: dict[str, list[str]] = {}
 
 
 def _shared(methods: list[str]) -> list[str]:
@@ -99,12 +100,26 @@ def _shared(methods: list[str]) -> list[str]:
         _NAMES.clear()
     first = methods[0]
     name = _NAMES.setdefault(first, first)
-    if len(methods) == 1:  # in place: list(map(...)) would allocate a roomier list
-        methods[0] = name
-        return methods
     if methods.count(first) == len(methods):  # one method for the whole batch: common
         return [name] * len(methods)
     return list(map(_NAMES.setdefault, methods, methods))
+
+
+def _single(method: str) -> list[str]:
+    """The methods list of a one-request payload: one shared list per name.
+
+    A single request is most of what a stream channel holds pending, and its own list of one
+    name would cost 64 bytes per pending request.  Nothing writes to a batch's methods once
+    it is sent (every batch gets its list from the payload, read-only from then on).
+    """
+    found = _SINGLES.get(method)
+    if found is None:
+        if len(_SINGLES) > _NAMES_CAP or len(_NAMES) > _NAMES_CAP:
+            _SINGLES.clear()
+            _NAMES.clear()
+        name = _NAMES.setdefault(method, method)
+        found = _SINGLES[name] = [name]
+    return found
 
 
 def _plain(raw: bytes | str, hint: str) -> Payload | None:
@@ -117,18 +132,24 @@ def _plain(raw: bytes | str, hint: str) -> Payload | None:
         if hint is Kind.REQUEST:
             requests = _plain_requests.decode(raw)
             if isinstance(requests, list):
+                if len(requests) == 1:  # no comprehension (a function call) for one element
+                    one = requests[0]
+                    plain = Plain(Kind.REQUEST, [one.id], _single(one.method))
+                    return Payload(True, None, None, plain)
                 if not requests:
                     return None
                 keys: list[Any] = [e.id for e in requests]
                 methods = _shared([e.method for e in requests])
                 return Payload(True, None, None, Plain(Kind.REQUEST, keys, methods))
             return Payload(
-                False, None, None, Plain(Kind.REQUEST, [requests.id], _shared([requests.method]))
+                False, None, None, Plain(Kind.REQUEST, [requests.id], _single(requests.method))
             )
         results = _plain_results.decode(raw)
     except Exception:  # not the healthy shape: the general path classifies it
         return None
     if isinstance(results, list):
+        if len(results) == 1:
+            return Payload(True, None, None, Plain(Kind.RESULT, [results[0].id], None))
         if not results:
             return None
         return Payload(True, None, None, Plain(Kind.RESULT, [e.id for e in results], None))

@@ -295,7 +295,10 @@ class Ledger(Closing):
                 pending[key] = rest[0] if len(rest) == 1 else rest  # type: ignore[index]
             table.count -= 1
             batch, index = entry
-            batch.received[index] = now
+            received = batch.received
+            if type(received) is not list:  # the shared (None,) of a single request
+                received = batch.received = list(received)
+            received[index] = now
             if kind is not RESULT:
                 if code is not None:
                     if batch.error_codes is None:

@@ -6,7 +6,12 @@ dozen bytes: the ledger may hold tens of thousands of them for a slow server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Final
+
 from pairwatch.pairing.wire import IdKey
+
+_NONE: Final = (None,)
 
 
 class Call:
@@ -195,13 +200,20 @@ class Batch(_LateReplies):
         methods: list[str | None],
         sent_at: float,
         context: object = None,
+        received: list[float | None] | None = None,
     ) -> None:
         self.seq = seq
         self.is_batch = is_batch
         self.size = size
         self.keys = keys  # per request, in send order; None for ids that can never pair
         self.methods = methods
-        self.received: list[float | None] = [None] * len(keys)
+        # When each request was answered, None until then.  A single request starts with
+        # one shared, read-only (None,): most of what a stream keeps pending is single
+        # requests, and their own [None] would cost 64 bytes each.  The ledger writes a new
+        # list when the reply comes (see ``Ledger._pair``).
+        self.received: Sequence[float | None] = (
+            received if received is not None else _NONE if len(keys) == 1 else [None] * len(keys)
+        )
         self.sent_at = sent_at
         self.context = context
         self.deadline = sent_at
