@@ -18,6 +18,8 @@ import time
 import weakref
 from typing import Protocol
 
+from pairwatch import guard
+
 __all__ = ["SWEEPER", "watch"]
 
 
@@ -50,7 +52,8 @@ class _Sweeper:
     def watch(self, channel: Expirable) -> None:
         with self._lock:
             self._channels.add(channel)
-            if self._thread is None or not self._thread.is_alive():
+            # The thread never returns (see _run): only a fork, which clears it, ends it.
+            if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="pairwatch-sweeper", daemon=True
                 )
@@ -59,7 +62,10 @@ class _Sweeper:
     def _run(self) -> None:
         while True:
             time.sleep(self.interval)
-            self.sweep()
+            try:
+                self.sweep()
+            except Exception as exc:  # a channel's expire is shielded; this is the rest
+                guard.report("sweep", exc, None)
 
     def sweep(self) -> None:
         """One pass: expire the timed-out batches of every watched channel (tests call it
