@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from pairwatch import guard
@@ -46,18 +47,33 @@ class _Sweeper:
 
     def __init__(self) -> None:
         self._channels: weakref.WeakSet[Expirable] = weakref.WeakSet()
+        self._sources: list[Callable[[], Iterable[Expirable]]] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+
+    def add_source(self, source: Callable[[], Iterable[Expirable]]) -> None:
+        """Also sweep the channels ``source()`` returns at each pass: channels another module
+        already keeps a registry of (the HTTP bodies callers hold open), which would
+        otherwise be registered here one by one, an exchange at a time."""
+        self._sources.append(source)
+
+    def ensure_running(self) -> None:
+        """Start the thread if it is not running (for channels a source will return)."""
+        if self._thread is None:
+            with self._lock:
+                self._start()
 
     def watch(self, channel: Expirable) -> None:
         with self._lock:
             self._channels.add(channel)
-            # The thread never returns (see _run): only a fork, which clears it, ends it.
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="pairwatch-sweeper", daemon=True
-                )
-                self._thread.start()
+            self._start()
+
+    def _start(self) -> None:
+        # Under the lock.  The thread never returns (see _run): only a fork, which clears
+        # it, ends it.
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="pairwatch-sweeper", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         while True:
@@ -75,9 +91,12 @@ class _Sweeper:
                 channel.expire()
 
     def channels(self) -> list[Expirable]:
-        """The channels watched now (a snapshot)."""
+        """The channels watched now (a snapshot), the sources' included."""
         with self._lock:
-            return list(self._channels)
+            found = list(self._channels)
+        for source in self._sources:
+            found.extend(source())
+        return found
 
     def before_fork(self) -> None:
         self._lock.acquire()
@@ -88,11 +107,11 @@ class _Sweeper:
     def after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
         self._thread = None
-        channels = list(self._channels)
+        channels = self.channels()
         for channel in channels:
             channel.after_fork()
         if channels:
-            self.watch(channels[0])  # restart the thread: idle channels still time out
+            self.ensure_running()  # restart the thread: idle channels still time out
 
 
 SWEEPER = _Sweeper()

@@ -22,6 +22,7 @@ from pairwatch.channel import Channel
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._body import body_budget, charset_of, parse_body
 from pairwatch.pairing import wire
+from pairwatch.sweeper import SWEEPER
 
 __all__ = ["MAX_BODY", "SseParser", "Tap"]
 
@@ -189,7 +190,7 @@ class Tap:
             # ends: a third of the cost of weakref.finalize, paid on every aiohttp exchange.
             self._watch = watch = weakref.ref(owner, _Abandoned(self))
             _WATCHED[id(watch)] = watch
-            self._channel.watch()
+            SWEEPER.ensure_running()  # it sweeps the channels of _WATCHED (see _held_open)
         except Exception as exc:
             self._fail("tap_watch", exc)
 
@@ -306,6 +307,17 @@ _WATCHED: dict[int, weakref.ref[Any]] = {}
 held here so that each outlives its tap and its callback runs when the response goes."""
 
 
+def _held_open() -> list[Channel]:
+    """The channels of the bodies callers hold open, for the sweeper's passes: their
+    timeouts still apply while nobody reads."""
+    found: list[Channel] = []
+    for ref in list(_WATCHED.values()):
+        callback = ref.__callback__
+        if isinstance(callback, _Abandoned):
+            found.append(callback.tap._channel)
+    return found
+
+
 class _Abandoned:
     """The callback of a watched response: its body never ended, the exchange is dropped."""
 
@@ -317,3 +329,6 @@ class _Abandoned:
     def __call__(self, ref: weakref.ref[Any]) -> None:
         _WATCHED.pop(id(ref), None)
         guard.shielded("abandoned", self.tap.dropped, "stream_dropped")
+
+
+SWEEPER.add_source(_held_open)
