@@ -26,6 +26,7 @@ from pairwatch.pairing.ledger import Ledger
 from pairwatch.pairing.limits import Limits, process_budget
 from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import Batch
+from pairwatch.prepared import exchange_parts, prepared
 from pairwatch.sink import Sink, telemetry_for
 
 __all__ = ["Channel", "Options", "open_channel"]  # Options: re-exported, its home is options
@@ -67,7 +68,7 @@ class Channel:
             if options.capture_payloads
             else None
         )
-        limits, policy = _prepared(options)
+        limits, policy = prepared(options)
         self._setup(
             options, telemetry, labels, limits, policy, bound, quick, span_attributes, capture
         )
@@ -113,21 +114,14 @@ class Channel:
         integration=integration, server_address=server_address, bound=True, options=options,
         quick=True)``, with its telemetry, labels and limits looked up once per (options,
         integration, address) instead of once per exchange."""
-        key = (id(options), integration, server_address)
-        found = _EXCHANGES.get(key)
-        if found is None or found[0] is not options:
-            if options.capture_payloads:  # captured exchanges keep a ledger: nothing to share
-                return cls(
-                    transport="http", integration=integration, server_address=server_address,
-                    bound=True, options=options, quick=True,
-                )  # fmt: skip
-            telemetry = telemetry_for(options)
-            labels = telemetry.labels("http", integration, server_address)
-            if len(_EXCHANGES) >= 256:  # bounded: a caller building Options per call
-                _EXCHANGES.clear()
-            found = _EXCHANGES[key] = (options, telemetry, labels, *_prepared(options))
+        if options.capture_payloads:  # captured exchanges keep a ledger: nothing to share
+            return cls(
+                transport="http", integration=integration, server_address=server_address,
+                bound=True, options=options, quick=True,
+            )  # fmt: skip
+        telemetry, labels, limits, policy = exchange_parts(options, integration, server_address)
         channel = cls.__new__(cls)
-        channel._setup(options, found[1], found[2], found[3], found[4], True, True)
+        channel._setup(options, telemetry, labels, limits, policy, True, True)
         return channel
 
     @property
@@ -372,25 +366,6 @@ def open_channel(
         span_attributes=span_attributes,
         side=side,
     )
-
-
-_PREPARED: dict[int, tuple[Options, Limits, SpanPolicy]] = {}
-_EXCHANGES: dict[
-    tuple[int, str, str | None], tuple[Options, Telemetry, Labels, Limits, SpanPolicy]
-] = {}
-
-
-def _prepared(options: Options) -> tuple[Limits, SpanPolicy]:
-    """An options object's ledger limits and span policy, built once, not per exchange.
-
-    Keyed by identity, holding the options themselves so that an id cannot be reused while
-    cached; bounded (a caller building Options per call cannot grow it)."""
-    entry = _PREPARED.get(id(options))
-    if entry is None or entry[0] is not options:
-        if len(_PREPARED) >= 256:
-            _PREPARED.clear()
-        entry = _PREPARED[id(options)] = (options, options.limits(), options.span_policy())
-    return entry[1], entry[2]
 
 
 _sweeper = sweeper.SWEEPER  # its home was this module; tests still look here
