@@ -7,6 +7,7 @@ Usage (from the repository root, with the dev extras installed)::
     python benchmarks/run.py --short         # CI: a few seconds, exits 1 only on a gross
                                              # regression (a median above twice its target)
     python benchmarks/run.py --only ledger,memory
+    python benchmarks/run.py --only instructions   # opt-in: valgrind instruction counts
 
 Ratios are instrumented / bare, paired per repeat (see ``_common.py``); min, median and max
 are over repeats.  Servers run in their own processes.  Targets come from issues 7 and 16.
@@ -26,7 +27,8 @@ from _targets import render_targets
 
 import pairwatch
 
-SECTIONS = ("ledger", "floor", "stream", "http", "chaos", "web3", "mcp", "memory")
+SECTIONS = ("ledger", "floor", "stream", "http", "chaos", "web3", "mcp", "memory", "instructions")
+OPT_IN = {"instructions"}  # minutes under valgrind: only when asked for by name
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
     args = parser.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    only = set(args.only.split(",")) if args.only else set(SECTIONS) - OPT_IN
     short = args.short
     results = Results()
     if short:
@@ -138,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         run_memory(
             results, closed=20_000 if short else 1_000_000, open_=10_000 if short else 100_000
         )
+
+    if "instructions" in only:
+        from _instructions import run_instructions
+
+        run_instructions(results, ("httpx", "requests", "aiohttp"), (1, 100))
 
     if not args.markdown:
         print(

@@ -1,0 +1,94 @@
+"""Instructions per exchange, counted by valgrind: what pairwatch adds, without the noise.
+
+Why: on a shared 2-core machine two runs of the same code move a wall or CPU ratio by 0.1 to
+0.2, which is as large as most changes worth measuring.  An instruction count does not move:
+callgrind counts every instruction the client process executes (the server runs natively, in
+its own process).  A count is not time (cache misses and the memory behaviour are not in it),
+but it says exactly how much work pairwatch adds to one exchange, and it is the number to
+compare between two commits.
+
+Each count runs a child process under callgrind twice, with ``SHORT`` and ``LONG`` exchanges
+after the same warm-up; ``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up,
+imports and warm-up cancelled out.  Opt in with ``--only instructions`` (a few minutes: every
+child runs about 50 times slower under valgrind); skipped when valgrind is not installed
+(``apt install valgrind``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from _common import Results, Row, fast_server, flush, server_process
+
+SECTION = "instructions per exchange (callgrind)"
+SHORT, LONG = 50, 250
+WARM_UP = 100
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def _child(lib: str, size: int, variant: str, count: int, url: str) -> None:
+    """In the child: warm up, then make ``count`` exchanges with one variant."""
+    from _http import LIBRARIES, body
+
+    run = LIBRARIES[lib](url, body(size))[variant]
+    run(WARM_UP)
+    flush()
+    run(count)
+    flush()
+
+
+def _count(lib: str, size: int, variant: str, count: int, url: str) -> int:
+    cmd = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        sys.executable, str(Path(__file__).resolve()), lib, str(size), variant, str(count), url,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    found = _COLLECTED.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind run failed ({done.returncode}): {done.stderr[-500:]}")
+    return int(found.group(1))
+
+
+def _per_exchange(lib: str, size: int, variant: str, url: str, pool: ThreadPoolExecutor) -> float:
+    short, long = pool.map(lambda n: _count(lib, size, variant, n, url), (SHORT, LONG))
+    return (long - short) / (LONG - SHORT)
+
+
+def run_instructions(results: Results, libraries: tuple[str, ...], sizes: tuple[int, ...]) -> None:
+    if shutil.which("valgrind") is None:
+        results.skip(SECTION, "all", "valgrind is not installed (apt install valgrind)")
+        return
+    with server_process(fast_server()) as url, ThreadPoolExecutor(max_workers=2) as pool:
+        for lib in libraries:
+            for size in sizes:
+                try:
+                    bare = _per_exchange(lib, size, "bare", url, pool)
+                    metrics = _per_exchange(lib, size, "metrics", url, pool)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    results.skip(SECTION, f"{lib} {size}-request batch", str(exc)[:200])
+                    continue
+                extra = metrics - bare
+                note = (
+                    f"bare {bare:,.0f}, metrics {metrics:,.0f} instructions; pairwatch adds "
+                    f"{extra:,.0f} per exchange ({extra / size:,.0f} per request id)"
+                )
+                results.add(
+                    Row(
+                        SECTION,
+                        f"{lib} {size}-request batch, plain server: metrics / bare",
+                        "x",
+                        [metrics / bare],
+                        note=note,
+                        gated=False,
+                    )
+                )
+
+
+if __name__ == "__main__":  # the child: lib size variant count url
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    _child(sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
