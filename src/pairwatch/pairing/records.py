@@ -146,6 +146,9 @@ class Batch(_LateReplies):
     requests.  Only what every batch uses is a slot; what records trouble (unknown ids,
     duplicates, errors, evictions...) is a class-level default, stored in the instance's
     ``__dict__`` (inherited, and created on first write) by the few batches that see it.
+    ``keys``, ``methods`` and ``received`` are read-only for everyone but the ledger: they
+    may be shared with the decoded payload, and a single request's ``methods`` with every
+    other single request of the same method.
     """
 
     __slots__ = (
