@@ -214,6 +214,8 @@ class Telemetry:
             self._zeros(zeros.batch_rows(labels, is_batch))
         self._record_common(labels, batch, attrs)
         self._record_latencies(labels, batch, ctx)
+        if not batch.__dict__:
+            return  # what the checks below read was never written: nothing went wrong
         if batch.missing:
             self._record_missing(labels, batch)
         if batch.count_mismatch:
