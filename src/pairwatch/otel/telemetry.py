@@ -15,17 +15,15 @@ Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the RE
   the start of every metric collection (an observable callback), on a daemon thread when
   callers are quiet, or at ``pairwatch.flush()``.  Readers therefore always see every batch
   closed before the collection began, with unchanged values and timestamps.
-* Fewer SDK calls for the same numbers.  One SDK call costs about 9 µs; a 100-id batch has
-  100 latencies, normally under one attribute set.  They are grouped per attribute set and
-  applied to the SDK's explicit-bucket aggregation in one lookup (:mod:`pairwatch.otel.sdk_fast`),
-  bit-for-bit what 100 ``record`` calls give; anything unusual (a view with another
-  aggregation, exemplar sampling, an unknown SDK) falls back to one ``record`` per value.
-* Spans cannot be aggregated: one SDK span per id costs 11 to 15 µs (more on a loaded
-  machine), which is why per-id spans cost more than the loopback round trip they describe;
-  turn them off with ``spans=False`` or sample traces (a non-recording root makes no children).
-
-Attribute sets are built once per channel label set and reused: building dicts per call would
-cost more than the counting itself.
+* Fewer SDK calls for the same numbers.  A drain sums per instrument and attribute set
+  (:mod:`pairwatch.otel.sums`) and applies latencies to the SDK's explicit-bucket aggregation
+  in one lookup (:mod:`pairwatch.otel.sdk_fast`), bit-for-bit what one ``record`` per value
+  gives; anything unusual (another aggregation, exemplar sampling, an unknown SDK) falls
+  back to one ``record`` per value.  Attribute sets are built once per label set.
+* Spans cannot be aggregated: each child span is handed to the processor finished
+  (:mod:`pairwatch.otel.span_fast`, about 5 µs each), so per-id spans still cost about as much
+  as a loopback round trip; turn them off (``spans=False``), sample traces (a non-recording
+  root makes no children) or bound them (``max_child_spans``, ``child_spans="abnormal"``).
 """
 
 from __future__ import annotations
