@@ -1,4 +1,4 @@
-"""The optional msgspec decoder: :mod:`pairwatch.pairing.wire`'s classification, 4x cheaper.
+"""The msgspec decoder: :mod:`pairwatch.pairing.wire`'s classification, 4x cheaper.
 
 Why: ``json.loads`` builds every value of a body (every result, every params array) only for
 pairwatch to look at four members per element.  msgspec decodes each element straight into a
@@ -15,7 +15,8 @@ difference is deliberately left: a body nested within about five levels of the i
 recursion limit (~990 levels deep) may decode here and be ``too_deep`` on the stdlib path,
 whose own limit already varies with the caller's stack depth.
 
-Installed with the ``fast`` extra (``pip install 'pairwatch[fast]'``).
+msgspec is a required dependency, so every install takes this path; the stdlib path stays
+the reference that classifies whatever this one declines.
 """
 
 from __future__ import annotations
