@@ -14,8 +14,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from pairwatch.otel.names import (
-    CLOSE_REASON,
-    DIAGNOSIS,
     INTEGRATION,
     IS_BATCH,
     METHOD_CAP,
@@ -73,8 +71,7 @@ class Labels:
     """
 
     __slots__ = (
-        "base", "by_batch", "closed_attrs", "extras", "method_attrs", "side", "zeroed",
-        "zeroed_methods",
+        "base", "by_batch", "extras", "method_attrs", "side", "zeroed", "zeroed_methods",
     )  # fmt: skip
 
     def __init__(
@@ -98,7 +95,6 @@ class Labels:
         }
         self.method_attrs: dict[tuple[bool, str], dict[str, str]] = {}
         self.extras: dict[tuple[bool, tuple[tuple[str, str], ...]], dict[str, str]] = {}
-        self.closed_attrs: dict[tuple[bool, str, str], dict[str, str]] = {}
         self.zeroed: set[bool] = set()
         self.zeroed_methods: set[tuple[bool, str]] = set()
 
@@ -109,17 +105,6 @@ class Labels:
         if attrs is None:
             attrs = {**self.by_batch[is_batch], RPC_METHOD: method}
             self.method_attrs[key] = attrs
-        return attrs
-
-    def closed(self, is_batch: bool, diagnosis: str, reason: str) -> dict[str, str]:
-        """:meth:`extra` for ``batch.closed``, asked once per batch: keyed without building
-        keyword arguments."""
-        key = (is_batch, diagnosis, reason)
-        attrs = self.closed_attrs.get(key)
-        if attrs is None:
-            attrs = self.closed_attrs[key] = self.extra(
-                is_batch, **{DIAGNOSIS: diagnosis, CLOSE_REASON: reason}
-            )
         return attrs
 
     def extra(self, is_batch: bool, **more: str) -> dict[str, str]:

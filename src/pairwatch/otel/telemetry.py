@@ -41,6 +41,7 @@ from pairwatch.otel.labels import LabelCache, Labels, Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
     DEFERRED_FLUSH,
+    DIAGNOSIS,
     DUPLICATE_SCOPE,
     ERROR_KIND,
     LABEL_SETS_CAP,
@@ -304,7 +305,8 @@ class Telemetry:
         key = (labels, is_batch, batch.diagnosis, batch.close_reason)
         found = sums.found.get(key)
         if found is None:
-            closed_attrs = labels.closed(is_batch, batch.diagnosis, batch.close_reason)
+            reason = {DIAGNOSIS: batch.diagnosis, CLOSE_REASON: batch.close_reason}
+            closed_attrs = labels.extra(is_batch, **reason)
             found = sums.found[key] = (
                 sums.observing(self.size_writer, attrs),
                 sums.adding(self.closed, closed_attrs),
@@ -336,7 +338,8 @@ class Telemetry:
             # One body answered the whole batch: one latency, counted per method in C.
             value = received[0] - sent_at  # type: ignore[operator]
             first = batch.methods[0]
-            if ctx is None and (n == 1 or batch.methods.count(first) == n):
+            one_method = n == 1 or batch.methods.count(first) == n
+            if ctx is None and one_method:
                 # The usual batch: one method, one accumulator found once per drain.
                 sums = self._sums
                 key = (labels, is_batch, first)
@@ -347,9 +350,7 @@ class Telemetry:
                 found[2].append((value, n))
                 found[3].append(sums.current)
                 return
-            per_method = (
-                ((first, n),) if batch.methods.count(first) == n else Counter(batch.methods).items()
-            )
+            per_method = ((first, n),) if one_method else Counter(batch.methods).items()
             for method, k in per_method:
                 attrs = self._method_attrs(labels, is_batch, methods(method))
                 self._observe(self.latency_writer, [(value, k)], attrs, ctx)
