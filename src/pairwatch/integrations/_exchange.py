@@ -18,8 +18,7 @@ the call goes on as if pairwatch were absent.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -57,7 +56,6 @@ __all__ = [
     "request_payload",
     "start_exchange",
     "sync_send",
-    "tracking",
 ]
 
 ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_http", default=False)
@@ -69,16 +67,6 @@ requests or aiohttp session it posts with, or a library that calls its own wrapp
 again (requests' redirects call ``Session.send`` per hop).  The outermost tracked call is
 the exchange; nested calls pass through.
 """
-
-
-@contextmanager
-def tracking() -> Iterator[None]:
-    """Mark the current context as inside a tracked exchange for the wrapped call."""
-    token = ACTIVE.set(True)
-    try:
-        yield
-    finally:
-        ACTIVE.reset(token)
 
 
 class HttpClient:
@@ -233,7 +221,7 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return wrapped(*args, **kwargs)
-        token = ACTIVE.set(True)  # tracking(), inline: a generator per call costs more
+        token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
@@ -270,7 +258,7 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return await wrapped(*args, **kwargs)
-        token = ACTIVE.set(True)  # tracking(), inline: a generator per call costs more
+        token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = await wrapped(*args, **_sent_kwargs(client, kwargs))
         except BaseException:
