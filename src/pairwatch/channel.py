@@ -283,6 +283,8 @@ class Channel:
         """In a forked child: drop the inherited books unrecorded (the parent counts those
         requests; the child would count each again as missing) and their lock with them."""
         self._quick = None  # its budget share is the parent's (the budget resets in a child)
+        if self._books is not None:  # a batch of them handed back later counts nowhere
+            self._books.forget()
         self._books = Ledger(
             self._sink, clock=self.options.clock, limits=self._limits, bound=self._bound
         )

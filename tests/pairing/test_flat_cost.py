@@ -10,13 +10,15 @@ import pytest
 from jsonrpc_build import req, res
 from ledger_books import books
 
+from pairwatch.pairing.opened import OpenBatches
 
-class CountingDict(dict):  # type: ignore[type-arg]
-    """The ledger's table of open batches, counting every full pass over it."""
+
+class CountingOpen(OpenBatches):
+    """The ledger's open batches, counting every full pass over them."""
 
     passes = 0
 
-    def values(self):  # type: ignore[no-untyped-def,override]
+    def values(self):  # type: ignore[no-untyped-def]
         type(self).passes += 1
         return super().values()
 
@@ -28,12 +30,11 @@ class CountingDict(dict):  # type: ignore[type-arg]
 def _steady_state(outstanding: int) -> tuple[int, int, int]:
     """Open ``outstanding`` batches, then run 200 request/reply cycles on top of them."""
     b = books(timeout=3600.0, max_open_batches=outstanding + 10, max_pending_ids=10**6)
-    counting = CountingDict()
-    b.ledger._open = counting  # type: ignore[assignment]
+    b.ledger._open = CountingOpen()
     for i in range(outstanding):
         b.sent(req(f"held-{i}"))
         b.clock.advance(0.001)
-    CountingDict.passes = 0
+    CountingOpen.passes = 0
     examined_before = b.ledger.examined
     for i in range(200):
         b.sent(req(i))
@@ -41,7 +42,7 @@ def _steady_state(outstanding: int) -> tuple[int, int, int]:
         b.received(res(i))
     assert len(b.sink.closed) == 200  # every cycle completed, nothing else closed
     assert b.ledger.open_batches == outstanding
-    return b.ledger.examined - examined_before, CountingDict.passes, len(b.ledger._deadlines)
+    return b.ledger.examined - examined_before, CountingOpen.passes, len(b.ledger._deadlines)
 
 
 @pytest.mark.parametrize("outstanding", [10, 10_000])

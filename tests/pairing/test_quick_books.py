@@ -137,7 +137,7 @@ def _run(steps: list[Step], quick: bool) -> tuple[list[dict[str, Any]], Otel]:
 
 
 _FIELDS = (
-    "seq", "is_batch", "size", "keys", "methods", "received", "sent_at", "deadline",
+    "is_batch", "size", "keys", "methods", "received", "sent_at", "deadline",
     "closed_at", "close_reason", "diagnosis", "paired", "missing", "unknown", "null",
     "notifications", "invalid", "invalid_requests", "violations", "out_of_order",
     "count_mismatch", "type_mismatch", "duplicates_in", "duplicates_cross", "evicted_from",

@@ -19,6 +19,7 @@ from pairwatch.pairing.deadlines import Deadlines
 from pairwatch.pairing.intake import count_retyped
 from pairwatch.pairing.late import TimedOut
 from pairwatch.pairing.limits import Budget
+from pairwatch.pairing.opened import OpenBatches
 from pairwatch.pairing.records import Batch, Tally
 from pairwatch.pairing.table import PendingTable
 
@@ -39,7 +40,7 @@ class Closing:
     __slots__ = ()
 
     _lock: threading.Lock
-    _open: dict[int, Batch]
+    _open: OpenBatches
     _deadlines: Deadlines
     _budget: Budget
     _table: PendingTable
@@ -53,8 +54,9 @@ class Closing:
         closed: list[Batch] = []
         with self._lock:
             self._drop_held()
-            for batch in list(self._open.values()):
+            for batch in self._open.values():
                 self._finish(batch, reason, closed)
+            self._open.clear()
             self._deadlines.clear()
         self._emit(closed)
 
@@ -63,13 +65,13 @@ class Closing:
         answered on another channel, where they are counted (else twice, once as missing)."""
         with self._lock:
             self._drop_held()
-            for batch in list(self._open.values()):
+            for batch in self._open.values():
                 batch.open = False
-                del self._open[batch.seq]
                 self._budget.release(
                     batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
                 )
                 self._table.release(batch)
+            self._open.clear()
             self._deadlines.clear()
 
     def close_batch(self, batch: Batch, reason: str) -> None:
@@ -79,9 +81,20 @@ class Closing:
         with self._lock:
             if batch is self._held:
                 self._drop_held()
-            elif self._open.get(batch.seq) is batch:
+            elif batch.open and not batch.expected_nothing:  # see _finish
                 self._finish(batch, reason, closed)
         self._emit(closed)
+
+    def forget(self) -> None:
+        """Mark every open batch closed, uncounted, and keep nothing: for a forked child,
+        whose fresh books must not take the parent's batches back (the parent counts them).
+
+        Without the lock: in a child only the forking thread runs, and the lock may have
+        been copied held by a thread that no longer exists.
+        """
+        self._drop_held()
+        self._open.forget()
+        self._deadlines.clear()
 
     def expire(self) -> None:
         """Close batches whose timeout passed; called by the sweeper and on every event."""
@@ -106,7 +119,12 @@ class Closing:
         batch.open = False
         batch.close_reason = reason
         batch.closed_at = self._clock()
-        if self._open.pop(batch.seq, None) is not None:
+        # Registered (in the table, the open batches, the deadlines and the budget) unless it
+        # expected nothing: a held [] or a batch without ids closes without ever being.  An
+        # open batch is always this ledger's: a forked child's fresh books forget the
+        # inherited ones (see :meth:`forget`).
+        if not batch.expected_nothing:
+            self._open.closed()
             self._budget.release(batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys))
             self._deadlines.closed()
         missing_keys = self._table.release(batch) if batch.paired < len(batch.keys) else []

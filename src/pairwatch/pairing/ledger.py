@@ -54,9 +54,10 @@ from pairwatch.pairing.deadlines import Deadlines
 from pairwatch.pairing.intake import read_sent
 from pairwatch.pairing.late import TimedOut
 from pairwatch.pairing.limits import Budget, Limits, process_budget
+from pairwatch.pairing.opened import OpenBatches
 from pairwatch.pairing.records import Batch, Tally
 from pairwatch.pairing.shape import judge
-from pairwatch.pairing.table import PendingTable
+from pairwatch.pairing.table import Entry, PendingTable
 from pairwatch.pairing.wire import CALL_KINDS, IdKey, IdState, Kind, Message, Payload
 
 __all__ = ["Ledger", "LedgerSink", "Limits"]
@@ -67,7 +68,7 @@ class Ledger(Closing):
 
     __slots__ = (
         "_bound", "_budget", "_clock", "_deadlines", "_held", "_inbound", "_last", "_lock",
-        "_open", "_seq", "_table", "auto_close", "limits", "sink", "timed_out",
+        "_open", "_table", "auto_close", "limits", "sink", "timed_out",
     )  # fmt: skip
 
     def __init__(
@@ -88,12 +89,11 @@ class Ledger(Closing):
         # A bound exchange closes at body end so that late extras still count against it.
         self.auto_close = (not bound) if auto_close is None else auto_close
         self._lock = threading.Lock()
-        self._open: dict[int, Batch] = {}
+        self._open = OpenBatches()
         self._deadlines = Deadlines()
         self._table = PendingTable()
         self._inbound: dict[IdKey, int] = {}  # server-initiated requests awaiting our answer
         self.timed_out = TimedOut(limits.late_ids, limits.late_age)
-        self._seq = 0
         self._last: Batch | None = None
         self._held: Batch | None = None  # a bound [] awaiting proof that this is JSON-RPC
 
@@ -121,7 +121,7 @@ class Ledger(Closing):
         client restarts its read timeout per chunk, and the books must not give up first."""
         with self._lock:
             deadline = (self._clock() if at is None else at) + timeout
-            for batch in self._open.values():
+            for batch in self._open:
                 batch.deadline = max(batch.deadline, deadline)
 
     def _register(
@@ -135,8 +135,7 @@ class Ledger(Closing):
         keys, methods, notifications, invalid = read_sent(payload, self._inbound)
         if not payload.is_batch and not keys and not notifications and invalid is None:
             return None  # only answers to the server: nothing of ours to track
-        self._seq += 1
-        batch = Batch(self._seq, payload.is_batch, payload.size, keys, methods, now, context)
+        batch = Batch(payload.is_batch, payload.size, keys, methods, now, context)
         if notifications:  # the rarer fields are set only when they differ from the default
             batch.notifications = notifications
         if invalid is not None:
@@ -156,7 +155,7 @@ class Ledger(Closing):
         if reused:
             batch.reused_timed_out = reused
         self._admit(batch, closed)
-        self._open[batch.seq] = batch
+        self._open.add(batch)
         self._deadlines.push(batch, len(self._open))
         self._table.register(batch, payload.plain is not None)
         return batch
@@ -289,12 +288,15 @@ class Ledger(Closing):
                 elif holder is None and not self._bound:
                     holder = self._table.holder_retyped(key)
                 continue
-            if not isinstance(entry, tuple):
-                rest = entry  # duplicated id: first in, first out
-                entry = rest.pop(0)
+            if type(entry) is tuple:
+                batch, index = entry
+            elif type(entry) is Batch:  # a one-request batch: see PendingTable
+                batch, index = entry, 0
+            else:
+                rest: list[Entry] = entry  # type: ignore[assignment]  # a duplicated id: FIFO
+                batch, index = rest.pop(0)
                 pending[key] = rest[0] if len(rest) == 1 else rest  # type: ignore[index]
             table.count -= 1
-            batch, index = entry
             received = batch.received
             if type(received) is not list:  # the shared (None,) of a single request
                 received = batch.received = list(received)
@@ -331,7 +333,7 @@ class Ledger(Closing):
     def _oldest_array_batch(self, payload: Payload) -> Batch | None:
         if not payload.is_batch:
             return None
-        for batch in self._open.values():
+        for batch in self._open:
             if batch.is_batch:
                 return batch
         return None

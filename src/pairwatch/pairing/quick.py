@@ -130,7 +130,7 @@ class QuickBatch:
         n = len(self.keys)
         # The payload's own lists, not copies, as the ledger's intake takes them.
         batch = Batch(
-            1, self.payload.is_batch, n, self.keys, self.methods,  # type: ignore[arg-type]
+            self.payload.is_batch, n, self.keys, self.methods,  # type: ignore[arg-type]
             self.sent_at, self.context, [self.received_at] * n,
         )  # fmt: skip
         batch.deadline = self.deadline

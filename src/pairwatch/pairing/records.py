@@ -153,7 +153,7 @@ class Batch(_LateReplies):
 
     __slots__ = (
         "close_reason", "closed_at", "context", "deadline", "diagnosis", "high_index",
-        "is_batch", "keys", "methods", "open", "paired", "received", "sent_at", "seq", "size",
+        "is_batch", "keys", "methods", "open", "paired", "received", "sent_at", "size",
     )  # fmt: skip
 
     # Set only when something happens; read through these defaults otherwise.
@@ -196,7 +196,6 @@ class Batch(_LateReplies):
 
     def __init__(
         self,
-        seq: int,
         is_batch: bool,
         size: int,
         keys: list[IdKey | None],
@@ -205,7 +204,6 @@ class Batch(_LateReplies):
         context: object = None,
         received: list[float | None] | None = None,
     ) -> None:
-        self.seq = seq
         self.is_batch = is_batch
         self.size = size
         self.keys = keys  # per request, in send order; None for ids that can never pair
