@@ -18,23 +18,38 @@ from pairwatch.pairing.wire import IdKey
 __all__ = ["Entry", "PendingTable"]
 
 Entry = tuple[Batch, int]
+# What ``ids`` maps an id to: the batch itself for a one-request batch (index 0: most of what
+# a stream holds pending is single requests, and a (batch, 0) tuple would cost 56 bytes
+# each), (batch, index) for a request of a larger batch, or a list of such tuples when the
+# id is pending more than once (first in, first out).
+Slot = Batch | Entry | list[Entry]
+
+
+def entry_of(slot: Batch | Entry) -> Entry:
+    """A slot that is not a list, as (batch, index)."""
+    return (slot, 0) if type(slot) is Batch else slot  # type: ignore[return-value]
 
 
 class PendingTable:
-    """``ids``: id -> (batch, index), or a list of them when the id is pending more than once
-    (first in, first out); ``count``: pending requests, duplicates included."""
+    """``ids``: id -> :data:`Slot`; ``count``: pending requests, duplicates included."""
 
     __slots__ = ("count", "ids")
 
     def __init__(self) -> None:
-        self.ids: dict[IdKey, Entry | list[Entry]] = {}
+        self.ids: dict[IdKey, Slot] = {}
         self.count = 0
 
     def register(self, batch: Batch, plain: bool) -> None:
         """Add a batch's ids; an id already pending is a duplicate, kept, never overwritten."""
         keys = batch.keys
         ids = self.ids
-        if (
+        if len(keys) == 1 and plain and batch.evicted_from < 0:
+            key = keys[0]
+            if key not in ids:
+                ids[key] = batch  # type: ignore[index]
+                self.count += 1
+                return
+        elif (
             plain
             and batch.evicted_from < 0
             and ids.keys().isdisjoint(keys)
@@ -52,21 +67,21 @@ class PendingTable:
             registered += 1
             prior = ids.get(key)
             if prior is None:
-                ids[key] = (batch, index)
+                ids[key] = (batch, index) if index or len(keys) > 1 else batch
                 continue
             if batch.duplicate_at is None:
                 batch.duplicate_at = set()
             batch.duplicate_at.add(index)
-            first_batch = prior[0] if isinstance(prior, tuple) else prior[0][0]
+            first_batch = prior[0][0] if isinstance(prior, list) else entry_of(prior)[0]
             first_batch.shared = True  # its ids can no longer be released wholesale
             if first_batch is batch:
                 batch.duplicates_in += 1
             else:
                 batch.duplicates_cross += 1
-            if isinstance(prior, tuple):
-                ids[key] = [prior, (batch, index)]
-            else:
+            if isinstance(prior, list):
                 prior.append((batch, index))
+            else:
+                ids[key] = [entry_of(prior), (batch, index)]
         self.count += registered
 
     def all_in_order(self, keys: list[IdKey], now: float) -> Batch | None:
@@ -77,9 +92,12 @@ class PendingTable:
         """
         ids = self.ids
         first = ids.get(keys[0])
-        if not isinstance(first, tuple):
+        if type(first) is tuple:
+            batch = first[0]
+        elif type(first) is Batch:
+            batch = first
+        else:
             return None
-        batch = first[0]
         if batch.paired or batch.shared or batch.duplicate_at is not None or batch.keys != keys:
             return None
         n = len(keys)
@@ -98,9 +116,9 @@ class PendingTable:
         """The batch whose pending id ``key`` is, written as another JSON type."""
         ids = self.ids
         for alt in retyped(key):
-            entry = ids.get(alt)
-            if entry is not None:
-                return entry[0] if isinstance(entry, tuple) else entry[0][0]
+            slot = ids.get(alt)
+            if slot is not None:
+                return slot[0][0] if isinstance(slot, list) else entry_of(slot)[0]
         return None
 
     def release(self, batch: Batch) -> list[IdKey]:
@@ -116,11 +134,13 @@ class PendingTable:
                 continue
             missing_keys.append(key)
             entry = ids.get(key)
-            if isinstance(entry, tuple):
-                if entry[0] is batch:
+            if entry is None:
+                continue
+            if not isinstance(entry, list):
+                if entry_of(entry)[0] is batch:
                     del ids[key]
                     self.count -= 1
-            elif entry is not None:
+            else:
                 kept = [e for e in entry if e[0] is not batch or e[1] != index]
                 if len(kept) != len(entry):
                     self.count -= 1
