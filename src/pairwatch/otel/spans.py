@@ -13,7 +13,8 @@ per batch (abnormal ids first; the rest counted on the batch span), or only abno
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -36,6 +37,8 @@ from pairwatch.otel.names import (
 )
 from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
+
+PAIR_LATENCY = "pairwatch.pair_latency"
 
 
 class SpanPolicy:
@@ -194,33 +197,66 @@ class SpanWriter:
     ) -> None:
         """:meth:`_child` for every id, read from the batch's columns without a view object
         per request: the same names, attributes, status and times, for the common case (no
-        integration hook, no captured payloads)."""
+        integration hook, no captured payloads).  The children are handed over together."""
         limit = self.methods
-        names: dict[str | None, str | None] = {None: None}
+        named: dict[str | None, str | None] = {None: None}
+        for method in dict.fromkeys(batch.methods):  # the limiter sees them in send order
+            if method is not None:
+                named[method] = limit(method)
+        methods = list(map(named.__getitem__, batch.methods))
+        keys, received = batch.keys, batch.received
         errors = batch.error_codes or {}
         invalid = batch.invalid_at or ()
         duplicate = batch.duplicate_at or ()
         sent_at = batch.sent_at
         start_ns = self._ns(sent_at)
+        attributes: list[dict[str, AttributeValue]] = []
+        ends: list[int] = []
+        add, end = attributes.append, ends.append
+        if not (errors or invalid or duplicate) and not any(
+            None in column for column in (received, keys, methods)
+        ):
+            # Every id answered, with a method and an id, and nothing abnormal: the same five
+            # attributes but the id, so one set per method and reply time is copied.
+            answered = cast("Sequence[float]", received)
+            spans_named = cast("list[str]", methods)
+            template: dict[str, AttributeValue] = {}
+            name, at, ns = "", sent_at - 1.0, 0
+            for method, text, received_at in zip(
+                spans_named, map(str, keys), answered, strict=True
+            ):
+                if received_at != at or method is not name:
+                    name, at = method, received_at
+                    ns = self._ns(at)
+                    template = {
+                        RPC_SYSTEM_NAME: "jsonrpc",
+                        RPC_METHOD: name,
+                        JSONRPC_REQUEST_ID: "",
+                        OUTCOME: "paired",
+                        PAIR_LATENCY: at - sent_at,
+                    }
+                attrs = template.copy()
+                attrs[JSONRPC_REQUEST_ID] = text
+                add(attrs)
+                end(ns)
+            if "" in spans_named:  # an empty method names its span "jsonrpc", as below
+                spans_named = [m or "jsonrpc" for m in spans_named]
+            children.end_all(parent, kind, spans_named, attributes, start_ns, ends)
+            return
+        statuses: list[Status] = []
         missing_status: Status | None = None
         last_at, last_ns = sent_at, start_ns
-        end = children.end
-        for index, (key, method, received_at) in enumerate(
-            zip(batch.keys, batch.methods, batch.received, strict=True)
-        ):
-            name = names.get(method, "")
-            if name == "":
-                name = names[method] = limit(method)
-            attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
-            if name is not None:
-                attrs[RPC_METHOD] = name
+        for index, (key, label, replied) in enumerate(zip(keys, methods, received, strict=True)):
+            attrs = {RPC_SYSTEM_NAME: "jsonrpc"}
+            if label is not None:
+                attrs[RPC_METHOD] = label
             if key is not None:
                 attrs[JSONRPC_REQUEST_ID] = str(key)
             code = errors.get(index) if errors else None
             if code is not None:
                 attrs[RPC_RESPONSE_STATUS_CODE] = str(code)
-            status: Status | None = None
-            if received_at is None:
+            status = span_fast.UNSET
+            if replied is None:
                 attrs[OUTCOME] = "missing"
                 if missing_status is None:
                     missing_status = Status(
@@ -230,13 +266,17 @@ class SpanWriter:
                 ended = batch.closed_at
             else:
                 attrs[OUTCOME] = "duplicate" if index in duplicate else "paired"
-                ended = received_at
-                attrs["pairwatch.pair_latency"] = ended - sent_at
+                ended = replied
+                attrs[PAIR_LATENCY] = ended - sent_at
             if index in invalid:
                 attrs["pairwatch.invalid_response"] = True
             if ended != last_at:  # one body answers many ids: convert its time once
                 last_at, last_ns = ended, self._ns(ended)
-            end(parent, name or "jsonrpc", attrs, start_ns, last_ns, status, True, kind)
+            add(attrs)
+            end(last_ns)
+            statuses.append(status)
+        names = [m or "jsonrpc" for m in methods]
+        children.end_all(parent, kind, names, attributes, start_ns, ends, statuses)
 
     def _child(
         self,
@@ -264,7 +304,7 @@ class SpanWriter:
         else:
             attrs[OUTCOME] = "duplicate" if call.duplicate else "paired"
             ended = call.received_at if call.received_at is not None else call.sent_at
-            attrs["pairwatch.pair_latency"] = ended - call.sent_at
+            attrs[PAIR_LATENCY] = ended - call.sent_at
         if call.invalid:
             attrs["pairwatch.invalid_response"] = True
         cleaned = True
