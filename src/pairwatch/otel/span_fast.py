@@ -208,17 +208,19 @@ class ChildFactory:
         start_ns: int,
         ends: Sequence[int],
         statuses: Sequence[Status] | None = None,
+        widest: int | None = None,
     ) -> None:
         """Finished spans under ``parent`` (which is sampled and recording), in order: one
         per name, with its attributes (pairwatch's own values: str, int, float, bool), end
         and status (:data:`UNSET` or all unset when ``None``), all started at ``start_ns``.
+        ``widest``: at least as many as any span's attributes, when the caller knows.
         """
         n = len(names)
         if len(attributes) != n or len(ends) != n or (statuses is not None and len(statuses) != n):
             raise ValueError("one name, attribute set, end and status per span")
         if n == 0:
             return
-        if max(map(len, attributes)) > self._plain_max:
+        if (widest if widest is not None else max(map(len, attributes))) > self._plain_max:
             attributes = [self._attributes(a, True) for a in attributes]  # type: ignore[misc]
         contexts = self._contexts(parent, n)
         status_of: Iterable[Status] = repeat(UNSET) if statuses is None else statuses

@@ -198,12 +198,14 @@ class SpanWriter:
         """:meth:`_child` for every id, read from the batch's columns without a view object
         per request: the same names, attributes, status and times, for the common case (no
         integration hook, no captured payloads).  The children are handed over together."""
-        limit = self.methods
-        named: dict[str | None, str | None] = {None: None}
-        for method in dict.fromkeys(batch.methods):  # the limiter sees them in send order
+        # Span names and rpc.method go through the limiter in send order, once per method.
+        named: dict[str | None, str | None] = dict.fromkeys(batch.methods)
+        limit, kept = self.methods, True
+        for method in named:
             if method is not None:
-                named[method] = limit(method)
-        methods = list(map(named.__getitem__, batch.methods))
+                limited = named[method] = limit(method)
+                kept = kept and limited is method
+        methods = batch.methods if kept else list(map(named.__getitem__, batch.methods))
         keys, received = batch.keys, batch.received
         errors = batch.error_codes or {}
         invalid = batch.invalid_at or ()
@@ -213,24 +215,24 @@ class SpanWriter:
         attributes: list[dict[str, AttributeValue]] = []
         ends: list[int] = []
         add, end = attributes.append, ends.append
-        if not (errors or invalid or duplicate) and not any(
-            None in column for column in (received, keys, methods)
-        ):
-            # Every id answered, with a method and an id, and nothing abnormal: the same five
-            # attributes but the id, so one set per method and reply time is copied.
+        if not (errors or invalid or duplicate) and None not in named and None not in keys:
+            # Every id has a method and an id, and nothing is abnormal: answered ids have the
+            # same five attributes but the id, so one set per method and reply time is
+            # copied.  An unanswered id (None) leaves this loop for the general one below.
             answered = cast("Sequence[float]", received)
             spans_named = cast("list[str]", methods)
             template: dict[str, AttributeValue] = {}
-            name, at, ns = "", sent_at - 1.0, 0
-            for method, text, received_at in zip(
-                spans_named, map(str, keys), answered, strict=True
-            ):
-                if received_at != at or method is not name:
-                    name, at = method, received_at
-                    ns = self._ns(at)
+            last: str | None = None  # the method and reply time of the template
+            at, ns = sent_at, start_ns
+            texts = map(str, keys)
+            for method, text, received_at in zip(spans_named, texts, answered, strict=True):
+                if method is not last or received_at != at:
+                    if received_at is None:
+                        break
+                    last, at, ns = method, received_at, self._ns(received_at)
                     template = {
                         RPC_SYSTEM_NAME: "jsonrpc",
-                        RPC_METHOD: name,
+                        RPC_METHOD: method,
                         JSONRPC_REQUEST_ID: "",
                         OUTCOME: "paired",
                         PAIR_LATENCY: at - sent_at,
@@ -239,10 +241,13 @@ class SpanWriter:
                 attrs[JSONRPC_REQUEST_ID] = text
                 add(attrs)
                 end(ns)
-            if "" in spans_named:  # an empty method names its span "jsonrpc", as below
-                spans_named = [m or "jsonrpc" for m in spans_named]
-            children.end_all(parent, kind, spans_named, attributes, start_ns, ends)
-            return
+            else:
+                if "" in named:  # an empty method names its span "jsonrpc", as below
+                    spans_named = [m or "jsonrpc" for m in spans_named]
+                children.end_all(parent, kind, spans_named, attributes, start_ns, ends, widest=5)
+                return
+            attributes.clear()
+            ends.clear()
         statuses: list[Status] = []
         missing_status: Status | None = None
         last_at, last_ns = sent_at, start_ns
@@ -276,7 +281,7 @@ class SpanWriter:
             end(last_ns)
             statuses.append(status)
         names = [m or "jsonrpc" for m in methods]
-        children.end_all(parent, kind, names, attributes, start_ns, ends, statuses)
+        children.end_all(parent, kind, names, attributes, start_ns, ends, statuses, widest=7)
 
     def _child(
         self,
