@@ -33,8 +33,10 @@ per-span work shrink to what differs between spans:
 
 from __future__ import annotations
 
+import os
 import random
 import struct
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
@@ -117,14 +119,67 @@ else:  # pragma: no cover
     _TUPLE_CONTEXTS = _POSITIONAL = _BATCH_EMIT = False
 
 
-def _target(processor: Any) -> Callable[[Any], object]:
-    """What to call with a finished, sampled span for ``processor``."""
+def _on_end(processor: Any) -> Callable[[Any], object]:
+    """What to call with one finished, sampled span for ``processor``."""
     if _BATCH_EMIT and type(processor) is BatchSpanProcessor:
-        queue = getattr(processor, "_batch_processor", None)
-        emit = getattr(queue, "emit", None)
+        emit = getattr(getattr(processor, "_batch_processor", None), "emit", None)
         if emit is not None:
             return emit  # type: ignore[no-any-return]
     return processor.on_end  # type: ignore[no-any-return]
+
+
+# Every name the SDK's BatchProcessor.emit reads, 1.34 to 1.45: check the shutdown flag,
+# the pid (reset after a fork), whether the queue is full (warn, count a drop), appendleft,
+# wake the worker once the queue holds an export batch.  An emit that reads anything else
+# does something :func:`_enqueue` does not, and is called per span.
+_EMIT_NAMES = frozenset(
+    {
+        "_shutdown", "_logger", "info", "_exporting", "_metrics", "drop_items", "_pid", "os",
+        "getpid", "_bsp_reset_once", "do_once", "_at_fork_reinit", "len", "_queue",
+        "_max_queue_size", "warning", "appendleft", "_max_export_batch_size",
+        "_worker_awaken", "is_set", "set",
+    }
+)  # fmt: skip
+
+
+def _appends_only(emit: Any) -> bool:
+    """``emit`` is a known BatchProcessor's: its spans can be appended in one go."""
+    queue = getattr(emit, "__self__", None)
+    code = getattr(getattr(type(queue), "emit", None), "__code__", None)
+    if code is None or not set(code.co_names) <= _EMIT_NAMES:
+        return False
+    return (
+        isinstance(getattr(queue, "_queue", None), deque)
+        and isinstance(getattr(queue, "_shutdown", None), bool)
+        and isinstance(getattr(queue, "_pid", None), int)
+        and isinstance(getattr(queue, "_max_export_batch_size", None), int)
+        and isinstance(getattr(queue, "_worker_awaken", None), threading.Event)
+    )
+
+
+def _enqueue(emit: Any, spans: Sequence[Any]) -> None:
+    """``emit`` each span, as one ``extendleft`` when that is all ``emit`` would do.
+
+    That is when the processor is not shut down, runs in the process that made it, and its
+    queue has room for every span: then emit only appends (``extendleft`` appends in the
+    same order) and wakes the worker once the queue holds an export batch.  Otherwise each
+    span goes through ``emit``, which warns, counts drops and resets after a fork.
+    """
+    queue = emit.__self__
+    pending = queue._queue
+    room = pending.maxlen
+    if (
+        queue._shutdown
+        or queue._pid != os.getpid()
+        or (room is not None and len(pending) + len(spans) > room)
+    ):
+        deque(map(emit, spans), 0)
+        return
+    pending.extendleft(spans)
+    if len(pending) >= queue._max_export_batch_size:
+        awaken = queue._worker_awaken
+        if not awaken.is_set():
+            awaken.set()
 
 
 class ChildFactory:
@@ -132,7 +187,7 @@ class ChildFactory:
 
     __slots__ = (
         "_bulk_ids", "_ids", "_info", "_limits", "_plain_max", "_processor", "_resource",
-        "_scope", "_seen", "_targets",
+        "_scope", "_seen", "_targets", "_whole",
     )  # fmt: skip
 
     def __init__(self, tracer: Any) -> None:
@@ -152,6 +207,7 @@ class ChildFactory:
         )  # fmt: skip
         self._seen: object = None
         self._targets: tuple[Callable[[Any], object], ...] = ()
+        self._whole: Callable[[Any], object] | None = None  # a queue that takes them at once
 
     def _deliver(self, spans: Sequence[Any]) -> None:
         """``on_end`` of every span, in order, for each processor in turn per span."""
@@ -159,8 +215,13 @@ class ChildFactory:
         if type(processor) is SynchronousMultiSpanProcessor:
             current = processor._span_processors  # a new tuple whenever one is added
             if current is not self._seen:
-                self._targets = tuple(_target(p) for p in current)
+                self._targets = tuple(_on_end(p) for p in current)
+                one = self._targets[0] if len(self._targets) == 1 else None
+                self._whole = one if one is not None and _appends_only(one) else None
                 self._seen = current
+            if self._whole is not None:
+                _enqueue(self._whole, spans)
+                return
             targets = self._targets
         else:
             targets = (processor.on_end,)
