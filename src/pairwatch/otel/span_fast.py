@@ -5,7 +5,9 @@ nothing to *start*: ``tracer.start_span(...).end()`` still pays for a sampler ca
 context lookup, an attribute set built and cleaned one value at a time, ``on_start`` and
 ``on_end`` dispatch and, in recent SDKs, span self-metrics.  Built as the SDK's own
 ``ReadableSpan`` (what ``on_end`` receives anyway) and handed to the processors' ``on_end``,
-the same span costs a small fraction (measured with ``benchmarks/run.py``).
+the same span costs a small fraction: per child of a 100-id batch into a BatchSpanProcessor,
+about 13k instructions (callgrind, the garbage collection of queued spans included) against
+about 170k through ``start_span``.
 
 When it is the same span: the tracer is the SDK's, every span processor does nothing in
 ``on_start`` (and ``_on_ending``), which is true of the SDK's batch and simple processors,
@@ -28,7 +30,9 @@ per-span work shrink to what differs between spans:
   installed SDK builds something else;
 * delivery: the tracer's synchronous multi-processor is unrolled into its processors (read
   again whenever processors are added), and the SDK's batch processor's ``on_end``, which
-  only checks the sampled flag every child has, goes straight to its queue's ``emit``.
+  only checks the sampled flag every child has, goes straight to its queue's ``emit``; when
+  it is the only processor, the batch goes into its queue in one ``extendleft`` whenever
+  ``emit`` would only have appended each span (:func:`_enqueue`).
 """
 
 from __future__ import annotations
