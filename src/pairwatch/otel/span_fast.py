@@ -71,6 +71,7 @@ except Exception:  # pragma: no cover - depends on the installed SDK
 UNSET = Status()
 """The status of a span whose status was never set (what ``start_span`` gives it)."""
 _new_tuple = tuple.__new__
+_new_object = object.__new__
 
 
 def _checked(probe: Callable[[], bool]) -> bool:
@@ -89,15 +90,21 @@ def _contexts_as_tuples() -> bool:
 
 
 def _positional_spans() -> bool:
-    """``ReadableSpan``'s parameters, passed by position, land where keywords put them."""
+    """``ReadableSpan.__init__``'s parameters, passed by position to a bare instance, land
+    where ``ReadableSpan(...)`` with keywords puts them."""
     v: list[Any] = [object() for _ in range(13)]
     by_name = ReadableSpan(
         v[0], v[1], v[2], v[3], v[4], events=v[5], links=v[6], kind=v[7],
         instrumentation_info=v[8], status=v[9], start_time=v[10], end_time=v[11],
         instrumentation_scope=v[12],
     )  # fmt: skip
-    by_position = ReadableSpan(*v)
-    return vars(by_name) == vars(by_position) and by_position.instrumentation_scope is v[12]
+    by_position = _new_object(ReadableSpan)
+    _init_span(by_position, *v)
+    return (
+        ReadableSpan.__new__ is object.__new__
+        and vars(by_name) == vars(by_position)
+        and by_position.instrumentation_scope is v[12]
+    )
 
 
 def _random_ids(generator: object) -> bool:
@@ -116,6 +123,7 @@ def _emits_when_sampled() -> bool:
 
 
 if _AVAILABLE:
+    _init_span = ReadableSpan.__init__
     _TUPLE_CONTEXTS = _checked(_contexts_as_tuples)
     _POSITIONAL = _checked(_positional_spans)
     _BATCH_EMIT = _checked(_emits_when_sampled)
@@ -290,13 +298,15 @@ class ChildFactory:
         contexts = self._contexts(parent, n)
         status_of: Iterable[Status] = repeat(UNSET) if statuses is None else statuses
         if _POSITIONAL:  # ReadableSpan's 13 parameters by position (checked at import)
-            spans = list(
-                map(
-                    ReadableSpan, names, contexts, repeat(parent), repeat(self._resource),
-                    attributes, repeat(()), repeat(()), repeat(kind), repeat(self._info),
-                    status_of, repeat(start_ns), ends, repeat(self._scope),
-                )
+            # What ReadableSpan(...) does (object.__new__, then __init__), without the
+            # type call's detour per span.
+            spans = list(map(_new_object, repeat(ReadableSpan, n)))
+            fill = map(
+                _init_span, spans, names, contexts, repeat(parent), repeat(self._resource),
+                attributes, repeat(()), repeat(()), repeat(kind), repeat(self._info),
+                status_of, repeat(start_ns), ends, repeat(self._scope),
             )  # fmt: skip
+            deque(fill, 0)
         else:  # pragma: no cover - an SDK whose ReadableSpan takes other positions
             spans = [
                 self._span(parent, context, name, attrs, start_ns, end, status, True, kind)
