@@ -13,7 +13,8 @@ per batch (abnormal ids first; the rest counted on the batch span), or only abno
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -36,6 +37,8 @@ from pairwatch.otel.names import (
 )
 from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
+
+PAIR_LATENCY = "pairwatch.pair_latency"
 
 
 class SpanPolicy:
@@ -194,33 +197,71 @@ class SpanWriter:
     ) -> None:
         """:meth:`_child` for every id, read from the batch's columns without a view object
         per request: the same names, attributes, status and times, for the common case (no
-        integration hook, no captured payloads)."""
-        limit = self.methods
-        names: dict[str | None, str | None] = {None: None}
+        integration hook, no captured payloads).  The children are handed over together."""
+        # Span names and rpc.method go through the limiter in send order, once per method.
+        named: dict[str | None, str | None] = dict.fromkeys(batch.methods)
+        limit, kept = self.methods, True
+        for method in named:
+            if method is not None:
+                limited = named[method] = limit(method)
+                kept = kept and limited is method
+        methods = batch.methods if kept else list(map(named.__getitem__, batch.methods))
+        keys, received = batch.keys, batch.received
         errors = batch.error_codes or {}
         invalid = batch.invalid_at or ()
         duplicate = batch.duplicate_at or ()
         sent_at = batch.sent_at
         start_ns = self._ns(sent_at)
+        attributes: list[dict[str, AttributeValue]] = []
+        ends: list[int] = []
+        add, end = attributes.append, ends.append
+        if not (errors or invalid or duplicate) and None not in named and None not in keys:
+            # Every id has a method and an id, and nothing is abnormal: answered ids have the
+            # same five attributes but the id, so one set per method and reply time is
+            # copied.  An unanswered id (None) leaves this loop for the general one below.
+            answered = cast("Sequence[float]", received)
+            spans_named = cast("list[str]", methods)
+            template: dict[str, AttributeValue] = {}
+            last: str | None = None  # the method and reply time of the template
+            at, ns = sent_at, start_ns
+            texts = map(str, keys)
+            for method, text, received_at in zip(spans_named, texts, answered, strict=True):
+                if method is not last or received_at != at:
+                    if received_at is None:
+                        break
+                    last, at, ns = method, received_at, self._ns(received_at)
+                    template = {
+                        RPC_SYSTEM_NAME: "jsonrpc",
+                        RPC_METHOD: method,
+                        JSONRPC_REQUEST_ID: "",
+                        OUTCOME: "paired",
+                        PAIR_LATENCY: at - sent_at,
+                    }
+                attrs = template.copy()
+                attrs[JSONRPC_REQUEST_ID] = text
+                add(attrs)
+                end(ns)
+            else:
+                if "" in named:  # an empty method names its span "jsonrpc", as below
+                    spans_named = [m or "jsonrpc" for m in spans_named]
+                children.end_all(parent, kind, spans_named, attributes, start_ns, ends, widest=5)
+                return
+            attributes.clear()
+            ends.clear()
+        statuses: list[Status] = []
         missing_status: Status | None = None
         last_at, last_ns = sent_at, start_ns
-        end = children.end
-        for index, (key, method, received_at) in enumerate(
-            zip(batch.keys, batch.methods, batch.received, strict=True)
-        ):
-            name = names.get(method, "")
-            if name == "":
-                name = names[method] = limit(method)
-            attrs: dict[str, AttributeValue] = {RPC_SYSTEM_NAME: "jsonrpc"}
-            if name is not None:
-                attrs[RPC_METHOD] = name
+        for index, (key, label, replied) in enumerate(zip(keys, methods, received, strict=True)):
+            attrs = {RPC_SYSTEM_NAME: "jsonrpc"}
+            if label is not None:
+                attrs[RPC_METHOD] = label
             if key is not None:
                 attrs[JSONRPC_REQUEST_ID] = str(key)
             code = errors.get(index) if errors else None
             if code is not None:
                 attrs[RPC_RESPONSE_STATUS_CODE] = str(code)
-            status: Status | None = None
-            if received_at is None:
+            status = span_fast.UNSET
+            if replied is None:
                 attrs[OUTCOME] = "missing"
                 if missing_status is None:
                     missing_status = Status(
@@ -230,13 +271,17 @@ class SpanWriter:
                 ended = batch.closed_at
             else:
                 attrs[OUTCOME] = "duplicate" if index in duplicate else "paired"
-                ended = received_at
-                attrs["pairwatch.pair_latency"] = ended - sent_at
+                ended = replied
+                attrs[PAIR_LATENCY] = ended - sent_at
             if index in invalid:
                 attrs["pairwatch.invalid_response"] = True
             if ended != last_at:  # one body answers many ids: convert its time once
                 last_at, last_ns = ended, self._ns(ended)
-            end(parent, name or "jsonrpc", attrs, start_ns, last_ns, status, True, kind)
+            add(attrs)
+            end(last_ns)
+            statuses.append(status)
+        names = [m or "jsonrpc" for m in methods]
+        children.end_all(parent, kind, names, attributes, start_ns, ends, statuses, widest=7)
 
     def _child(
         self,
@@ -264,7 +309,7 @@ class SpanWriter:
         else:
             attrs[OUTCOME] = "duplicate" if call.duplicate else "paired"
             ended = call.received_at if call.received_at is not None else call.sent_at
-            attrs["pairwatch.pair_latency"] = ended - call.sent_at
+            attrs[PAIR_LATENCY] = ended - call.sent_at
         if call.invalid:
             attrs["pairwatch.invalid_response"] = True
         cleaned = True

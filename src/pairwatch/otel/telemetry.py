@@ -20,10 +20,10 @@ Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the RE
   in one lookup (:mod:`pairwatch.otel.sdk_fast`), bit-for-bit what one ``record`` per value
   gives; anything unusual (another aggregation, exemplar sampling, an unknown SDK) falls
   back to one ``record`` per value.  Attribute sets are built once per label set.
-* Spans cannot be aggregated: each child span is handed to the processor finished
-  (:mod:`pairwatch.otel.span_fast`, about 5 µs each), so per-id spans still cost about as much
-  as a loopback round trip; turn them off (``spans=False``), sample traces (a non-recording
-  root makes no children) or bound them (``max_child_spans``, ``child_spans="abnormal"``).
+* Spans cannot be aggregated: a batch's child spans are built finished and queued together
+  (:mod:`pairwatch.otel.span_fast`), yet per-id spans still cost a good part of a loopback
+  round trip; turn them off (``spans=False``), sample traces (a non-recording root makes no
+  children) or bound them (``max_child_spans``, ``child_spans="abnormal"``).
 """
 
 from __future__ import annotations
