@@ -8,9 +8,11 @@ percent of what pairwatch adds (where garbage collections and socket reads fall)
 is not time (cache misses and the memory behaviour are not in it), but it says how much work
 pairwatch adds to one exchange, and it is the number to compare between two commits.
 
-Each count runs a child process under callgrind twice, with ``SHORT`` and ``LONG`` exchanges
-after the same warm-up; ``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up,
-imports and warm-up cancelled out.  Opt in with ``--only instructions`` (a few minutes: every
+Counted: metrics only at every batch size, and spans (AlwaysOn, a child span per id) at 100
+requests, each against the bare client.  Each count runs a child process under callgrind
+twice, with ``SHORT`` and ``LONG`` exchanges after the same warm-up;
+``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up, imports and warm-up
+cancelled out.  Opt in with ``--only instructions`` (a few minutes: every
 child runs about 50 times slower under valgrind); skipped when valgrind is not installed
 (``apt install valgrind``).
 """
@@ -28,6 +30,7 @@ from _common import Results, Row, fast_server, flush, server_process
 
 SECTION = "instructions per exchange (callgrind)"
 SHORT, LONG = 50, 250
+SPAN_SIZES = (100,)  # spans (AlwaysOn, one child per id) are counted at this batch size
 WARM_UP = 100
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
@@ -82,21 +85,32 @@ def run_instructions(results: Results, libraries: tuple[str, ...], sizes: tuple[
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     results.skip(SECTION, f"{lib} {size}-request batch", str(exc)[:200])
                     continue
-                extra = metrics - bare
-                note = (
-                    f"bare {bare:,.0f}, metrics {metrics:,.0f} instructions; pairwatch adds "
-                    f"{extra:,.0f} per exchange ({extra / size:,.0f} per request id)"
-                )
-                results.add(
-                    Row(
-                        SECTION,
-                        f"{lib} {size}-request batch, plain server: metrics / bare",
-                        "x",
-                        [metrics / bare],
-                        note=note,
-                        gated=False,
-                    )
-                )
+                _add(results, lib, size, "metrics", bare, metrics)
+                if size in SPAN_SIZES:  # one child span per id: the spans target's batch size
+                    try:
+                        spans = _per_exchange(lib, size, "spans", url, pool)
+                    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                        results.skip(SECTION, f"{lib} {size}-request batch, spans", str(exc)[:200])
+                        continue
+                    _add(results, lib, size, "spans", bare, spans)
+
+
+def _add(results: Results, lib: str, size: int, variant: str, bare: float, found: float) -> None:
+    extra = found - bare
+    note = (
+        f"bare {bare:,.0f}, {variant} {found:,.0f} instructions; pairwatch adds "
+        f"{extra:,.0f} per exchange ({extra / size:,.0f} per request id)"
+    )
+    results.add(
+        Row(
+            SECTION,
+            f"{lib} {size}-request batch, plain server: {variant} / bare",
+            "x",
+            [found / bare],
+            note=note,
+            gated=False,
+        )
+    )
 
 
 if __name__ == "__main__":  # the child: lib size variant count url
