@@ -108,6 +108,45 @@ def test_a_forked_child_counts_its_own_batches_only(otel):
     }
 
 
+def test_a_batch_of_the_parent_handed_back_in_a_child_counts_nowhere(otel):
+    """An integration in the child may still hold a batch the parent opened (an MCP call's
+    request, say) and close it; the child's fresh books must not count it, nor let it
+    disturb the count of what the child opens itself."""
+    channel = pairwatch.open_channel(
+        transport="stream", meter_provider=otel.meter_provider, spans=False
+    )
+    inherited = channel.sent(dumps(req(1)))
+    assert inherited is not None
+    assert inherited.open
+    baseline = otel.counters()
+
+    def child() -> dict[str, Any]:
+        channel.close_batch(inherited, "timeout")  # the parent's: not the child's to count
+        own = channel.sent(dumps(req(2)))
+        assert own is not None
+        channel.close_batch(own, "timeout")
+        pairwatch.flush()
+        return {"open": inherited.open, "delta": minus(otel.counters(), baseline)}
+
+    out = run_child(child)
+    assert out["open"] is False  # the child's copy was marked closed, uncounted
+    assert out["delta"] == {
+        "batch.closed": 1,
+        "batch.requests": 1,
+        "batch.missing_response": 1,
+        "batch.response_count_mismatch": 1,
+    }
+    assert inherited.open  # the parent's batch is untouched
+    channel.close_batch(inherited, "timeout")
+    pairwatch.flush()
+    assert minus(otel.counters(), baseline) == {
+        "batch.closed": 1,
+        "batch.requests": 1,
+        "batch.missing_response": 1,
+        "batch.response_count_mismatch": 1,
+    }
+
+
 _pool_otel: Otel | None = None
 _pool_url = ""
 BATCHES_PER_CHILD = 5
