@@ -109,7 +109,7 @@ class Closing:
             self._held = None  # type: ignore[misc]  # a slot of Ledger, which sets it
 
     def _expire(self, now: float, closed: list[Batch]) -> None:
-        if self._open:
+        if self._open.count:
             for batch in self._deadlines.due(now):
                 self._finish(batch, "timeout", closed)
 
@@ -119,20 +119,29 @@ class Closing:
         batch.open = False
         batch.close_reason = reason
         batch.closed_at = self._clock()
+        keys = batch.keys
+        # Nothing unusual was written (no rare field): each reads as its default, so the
+        # usual batch is judged from its slots alone (a descriptor read costs a call).
+        usual = batch.rare is None
         # Registered (in the table, the open batches, the deadlines and the budget) unless it
         # expected nothing: a held [] or a batch without ids closes without ever being.  An
         # open batch is always this ledger's: a forked child's fresh books forget the
         # inherited ones (see :meth:`forget`).
-        if not batch.expected_nothing:
+        if usual or not batch.expected_nothing:
             self._open.closed()
-            self._budget.release(batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys))
+            evicted_from = -1 if usual else batch.evicted_from
+            self._budget.release(evicted_from if evicted_from >= 0 else len(keys))
             self._deadlines.closed()
-        missing_keys = self._table.release(batch) if batch.paired < len(batch.keys) else []
-        if not batch.expected_nothing and batch.paired + batch.unknown != len(batch.keys):
-            batch.count_mismatch = True
-        retyped = count_retyped(batch.unknown_keys, missing_keys)
-        if retyped:
-            batch.type_mismatch = retyped
+        missing_keys = self._table.release(batch) if batch.paired < len(keys) else []
+        if usual:  # no unknown id came, so none can be a missing id re-typed
+            if batch.paired != len(keys):
+                batch.count_mismatch = True
+        else:
+            if not batch.expected_nothing and batch.paired + batch.unknown != len(keys):
+                batch.count_mismatch = True
+            retyped = count_retyped(batch.unknown_keys, missing_keys)
+            if retyped:
+                batch.type_mismatch = retyped
         if reason == "timeout" and missing_keys:
             self.timed_out.remember(batch, missing_keys, batch.closed_at)
         batch.diagnosis = diagnosis.diagnose_batch(batch)

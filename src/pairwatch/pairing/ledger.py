@@ -156,7 +156,7 @@ class Ledger(Closing):
             batch.reused_timed_out = reused
         self._admit(batch, closed)
         self._open.add(batch)
-        self._deadlines.push(batch, len(self._open))
+        self._deadlines.push(batch, self._open.count)
         self._table.register(batch, payload.plain is not None)
         return batch
 
@@ -170,15 +170,16 @@ class Ledger(Closing):
         keys = batch.keys
         limits = self.limits
         need = min(len(keys), limits.max_pending_ids)
-        while self._open and (
-            len(self._open) >= limits.max_open_batches
+        opened = self._open
+        while opened.count and (
+            opened.count >= limits.max_open_batches
             or self._table.count + need > limits.max_pending_ids
         ):
             if not self._evict_oldest(closed):
                 break
         budget = self._budget
         granted = budget.take(need)
-        while granted < need and self._open:
+        while granted < need and opened.count:
             if not self._evict_oldest(closed):
                 break
             granted += budget.take(need - granted)
@@ -346,7 +347,7 @@ class Ledger(Closing):
 
     @property
     def open_batches(self) -> int:
-        return len(self._open)
+        return self._open.count
 
     @property
     def pending_ids(self) -> int:

@@ -24,23 +24,22 @@ __all__ = ["OpenBatches"]
 
 
 class OpenBatches:
-    """Open batches in send order; ``len()`` is exact, closed entries are dropped lazily.
+    """Open batches in send order; ``count`` is exact, closed entries are dropped lazily.
 
     The ledger owns membership: :meth:`add` when it registers a batch, :meth:`closed` once
-    for each of those when it sets ``batch.open`` to False.
+    for each of those when it sets ``batch.open`` to False.  It reads ``count`` (an
+    attribute) rather than ``len()`` on its hot paths: a ``__len__`` written in Python is a
+    call.
     """
 
-    __slots__ = ("_count", "_queue")
+    __slots__ = ("_queue", "count")
 
     def __init__(self) -> None:
         self._queue: deque[Batch] = deque()
-        self._count = 0
+        self.count = 0
 
     def __len__(self) -> int:
-        return self._count
-
-    def __bool__(self) -> bool:
-        return self._count > 0
+        return self.count
 
     def __iter__(self) -> Iterator[Batch]:
         """The open batches, oldest first; nothing may open or close one meanwhile."""
@@ -54,14 +53,14 @@ class OpenBatches:
 
     def add(self, batch: Batch) -> None:
         queue = self._queue
-        if len(queue) > 2 * self._count + 64:
+        if len(queue) > 2 * self.count + 64:
             self._queue = queue = deque(b for b in queue if b.open)
         queue.append(batch)
-        self._count += 1
+        self.count += 1
 
     def closed(self) -> None:
         """One of the added batches just closed: drop closed entries at the front."""
-        self._count -= 1
+        self.count -= 1
         queue = self._queue
         while queue and not queue[0].open:
             queue.popleft()
@@ -75,4 +74,4 @@ class OpenBatches:
 
     def clear(self) -> None:
         self._queue.clear()
-        self._count = 0
+        self.count = 0

@@ -43,18 +43,14 @@ class PendingTable:
         """Add a batch's ids; an id already pending is a duplicate, kept, never overwritten."""
         keys = batch.keys
         ids = self.ids
-        if len(keys) == 1 and plain and batch.evicted_from < 0:
+        tracked = batch.rare is None or batch.evicted_from < 0  # see Batch.rare
+        if len(keys) == 1 and plain and tracked:
             key = keys[0]
             if key not in ids:
                 ids[key] = batch  # type: ignore[index]
                 self.count += 1
                 return
-        elif (
-            plain
-            and batch.evicted_from < 0
-            and ids.keys().isdisjoint(keys)
-            and len(set(keys)) == len(keys)
-        ):
+        elif plain and tracked and ids.keys().isdisjoint(keys) and len(set(keys)) == len(keys):
             # No id already pending and none repeated: register them all in C.
             entries = zip(repeat(batch), range(len(keys)))
             ids.update(zip(keys, entries, strict=False))  # type: ignore[arg-type]
@@ -98,7 +94,11 @@ class PendingTable:
             batch = first
         else:
             return None
-        if batch.paired or batch.shared or batch.duplicate_at is not None or batch.keys != keys:
+        if (
+            batch.paired
+            or (batch.rare is not None and (batch.shared or batch.duplicate_at is not None))
+            or batch.keys != keys
+        ):
             return None
         n = len(keys)
         if len(ids) == n:
