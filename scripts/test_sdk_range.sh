@@ -43,7 +43,9 @@ print("histogram fast path:", "engaged" if t.latency_writer.enabled else "fallba
 print("child span fast path:", "engaged" if span_fast.usable(t.tracer) else "fallback")
 PY
   # test_sdk_fast.py pins bit-for-bit equality with one record per value (cumulative and
-  # delta, views, exemplars), and that the fast path engaged.
+  # delta, views, exemplars), and that the fast path engaged; test_spans_batch.py that a
+  # batch's children are the spans start_span would make, whichever shortcuts this SDK allows.
   "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_sdk_fast.py \
-    tests/perf/test_spans_fast.py tests/pairing/test_depth_guard.py tests/test_bounds.py
+    tests/perf/test_spans_fast.py tests/perf/test_spans_batch.py \
+    tests/pairing/test_depth_guard.py tests/test_bounds.py
 done
