@@ -1,0 +1,114 @@
+"""A tracked exchange leaves nothing for the garbage collector: reference counting frees it.
+
+Why it matters: pairwatch's hooks live on the client's response (requests' urllib3 response,
+aiohttp's ``ClientResponse``).  A hook that holds the response it lives on makes a cycle,
+and then every exchange leaves its response, buffers and books to the cyclic collector: a
+young-generation collection every twenty exchanges where the bare client needs none.
+requests and aiohttp leave no cycles of their own on these paths (the first assertion of
+each test checks that), so any cyclic garbage of these libraries' types, or pairwatch's,
+after instrumented exchanges is pairwatch's doing.  httpx is not here: its own response
+objects are cyclic garbage with or without pairwatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from http_drivers import JSON, SCRIPTS, bare, instrumenting
+
+REQUEST = json.dumps(
+    [{"jsonrpc": "2.0", "id": 1, "method": "a"}, {"jsonrpc": "2.0", "id": 2, "method": "b"}]
+).encode()
+REPLY = b'[{"jsonrpc":"2.0","id":1,"result":"A"},{"jsonrpc":"2.0","id":2,"result":"B"}]'
+EXCHANGES = 5
+WATCHED = ("pairwatch.", "urllib3.", "requests.", "aiohttp.")
+
+
+def _cyclic_garbage(run: Callable[[], object]) -> Counter[str]:
+    """The objects of the watched libraries that only the cyclic collector would free."""
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        run()
+        gc.collect()
+        return Counter(
+            f"{type(o).__module__}.{type(o).__qualname__}"
+            for o in gc.garbage
+            if type(o).__module__.startswith(WATCHED)
+        )
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(0)
+        gc.enable()
+
+
+def _requests(instrument: Callable[[object], object]) -> Iterator[Callable[[bool], bytes]]:
+    import requests
+
+    with requests.Session() as session:
+        instrument(session)
+
+        def post(streamed: bool) -> bytes:
+            if streamed:
+                with session.post(URL[0], data=REQUEST, headers=JSON, stream=True) as r:
+                    return b"".join(r.iter_content(chunk_size=None))
+            return session.post(URL[0], data=REQUEST, headers=JSON).content  # type: ignore[no-any-return]
+
+        yield post
+
+
+def _aiohttp(instrument: Callable[[object], object]) -> Iterator[Callable[[bool], bytes]]:
+    import aiohttp
+
+    loop = asyncio.new_event_loop()
+    session = loop.run_until_complete(_session(aiohttp))
+    instrument(session)
+
+    async def exchange(streamed: bool) -> bytes:
+        async with session.post(URL[0], data=REQUEST, headers=JSON) as r:
+            if streamed:
+                return b"".join([c async for c in r.content.iter_any()])
+            return await r.read()  # type: ignore[no-any-return]
+
+    try:
+        yield lambda streamed: loop.run_until_complete(exchange(streamed))
+    finally:
+        loop.run_until_complete(session.close())
+        loop.close()
+
+
+async def _session(aiohttp: Any) -> Any:
+    return aiohttp.ClientSession()
+
+
+CLIENTS = {"requests": _requests, "aiohttp": _aiohttp}
+URL: list[str] = []
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["buffered", "streamed"])
+@pytest.mark.parametrize("library", sorted(CLIENTS))
+def test_an_exchange_is_freed_by_reference_counting(otel, scripted, library, streamed):
+    """The client is made and instrumented outside what is watched: an instance wrapper and
+    its client refer to each other (once per client, not per exchange)."""
+    SCRIPTS["/no-cycles"] = (200, JSON, [REPLY], False)
+    URL[:] = [scripted + "/no-cycles"]
+    seen: list[bytes] = []
+    for instrument in (bare, instrumenting(otel)):
+        with contextlib.contextmanager(CLIENTS[library])(instrument) as post:
+            post(streamed)  # connection pools, first-use caches: not what is watched
+            found = _cyclic_garbage(
+                lambda post=post: seen.extend(post(streamed) for _ in range(EXCHANGES))
+            )
+        assert found == Counter(), instrument
+    assert seen == [REPLY] * (2 * EXCHANGES)
+    tracked = EXCHANGES + 1
+    assert otel.counters() == {"batch.requests": 2 * tracked, "batch.closed": tracked}
+    assert otel.value("batch.closed", pairwatch__close_reason="body_end") == tracked
