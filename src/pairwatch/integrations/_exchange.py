@@ -82,6 +82,10 @@ class HttpClient:
     integration = "http"
     stream_flag: str | None = None
     streaming: object = True
+    # A buffered body the library keeps once read (requests' ``content``): the skeleton
+    # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
+    # instead of teeing the response's reads.
+    reads_whole = False
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         """Where the request body and URL are in this call; None when there is no body."""
@@ -105,6 +109,14 @@ class HttpClient:
         """For a request whose body is a stream: let ``streamed`` see it as it is sent and
         say where it goes; None when the library (or this body) offers no such view."""
         return None
+
+    def tap(self, exchange: Exchange, response: Any) -> Tap:
+        """The tap for this response's body, nothing attached (``reads_whole`` only)."""
+        raise NotImplementedError
+
+    def body(self, response: Any) -> bytes:
+        """The body :meth:`read` has read, decoded as the caller gets it (``reads_whole``)."""
+        raise NotImplementedError
 
     def read(self, response: Any) -> None:
         """Read a buffered body the way the library's own send does (``stream_flag`` only)."""
@@ -205,6 +217,33 @@ def _attach(
     return wants_read
 
 
+def _whole_tap(client: HttpClient, exchange: Exchange, response: Any) -> Tap | None:
+    """For a buffered call to a ``reads_whole`` library: the tap the read body goes to."""
+    try:
+        return client.tap(exchange, response)
+    except Exception as exc:
+        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
+        exchange.close("closed")
+        return None
+
+
+def _show_whole(client: HttpClient, tap: Tap | None, response: Any) -> None:
+    """The body the library has read, to the tap in one piece.
+
+    Why not the tee: the tee's wrappers live on the response and cost a few dozen calls per
+    exchange; a body the library keeps whole can be shown once it is read, at the moment the
+    tee would have ended, with the same bytes.
+    """
+    if tap is None:
+        return
+    try:
+        tap.chunk(client.body(response))
+        tap.end()
+    except Exception as exc:  # the caller has its body: report, never raise
+        guard.report(client.integration + "_attach", exc, None)
+        tap.dropped("closed")
+
+
 def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
     """The wrapper for a library's blocking send; ``options`` is read per call (the global
     instrumentor may be re-configured)."""
@@ -235,6 +274,16 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if exchange is None:  # the streamed body was not JSON-RPC after all
             if _wants_read(client, kwargs):
                 client.read(response)
+            return response
+        if client.reads_whole and _wants_read(client, kwargs):
+            tap = _whole_tap(client, exchange, response)
+            try:
+                client.read(response)
+            except BaseException:
+                if tap is not None:
+                    tap.dropped()
+                raise
+            _show_whole(client, tap, response)
             return response
         if _attach(client, exchange, response, instance, kwargs):
             client.read(response)
@@ -272,6 +321,16 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if exchange is None:  # the streamed body was not JSON-RPC after all
             if _wants_read(client, kwargs):
                 await client.aread(response)
+            return response
+        if client.reads_whole and _wants_read(client, kwargs):
+            tap = _whole_tap(client, exchange, response)
+            try:
+                await client.aread(response)
+            except BaseException:
+                if tap is not None:
+                    tap.dropped()
+                raise
+            _show_whole(client, tap, response)
             return response
         if _attach(client, exchange, response, instance, kwargs):
             await client.aread(response)

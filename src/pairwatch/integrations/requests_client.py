@@ -52,23 +52,32 @@ class _Requests(HttpClient):
         prepared.body = _teed(body, streamed)
         return Request(None, getattr(prepared, "url", None), read_timeout=_read_timeout(kwargs))
 
-    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
+    reads_whole = True  # a buffered call: ``content`` is read, then shown to the tap whole
+
+    def tap(self, exchange: Exchange, response: Any) -> Tap:
         headers = response.headers
         encoding = headers.get("content-encoding")
-        tap = exchange.tap(
+        return exchange.tap(
             headers.get("content-type"),
             encoding,
             decoder=_decoders.for_urllib3(encoding),
             status=response.status_code,
             location=headers.get("location"),
         )
+
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
+        """A ``stream=True`` call: the caller reads, through the tee."""
+        tap = self.tap(exchange, response)
         if getattr(response, "_content", False) is not False:
             # A response hook already read the body into ``content``.
-            tap.chunk(response.content or b"")
+            tap.chunk(self.body(response))
             tap.end()
             return None
         RawTee(response.raw, tap)
         return tap
+
+    def body(self, response: Any) -> bytes:
+        return response.content or b""
 
     def read(self, response: Any) -> None:
         response.content  # noqa: B018 - what Session.send does for stream=False
