@@ -154,6 +154,8 @@ def inject_context(headers: Any, current: otel_context.Context | None = None) ->
     Nothing is added without a current span (an untraced request goes out unchanged), nor
     over a header the caller or another instrumentation already set.
     """
+    if current is not None and not current:
+        return  # an empty context holds no span (what get_current_span would find out)
     if not trace.get_current_span(current).get_span_context().is_valid:
         return
     propagator = propagate.get_global_textmap()

@@ -54,7 +54,8 @@ def instrumentation_enabled() -> bool:
     """OpenTelemetry's ``is_instrumentation_enabled`` (contrib), with the current context
     read once instead of once per key: this runs on every wrapped call."""
     current = otel_context.get_current()
-    return not (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))
+    # An empty context (the usual one: nothing suppressed, no span) answers without lookups.
+    return not current or not (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))
 
 
 def _is_mock(original: object) -> bool:
