@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from pairwatch.otel import span_fast
+from pairwatch.otel import root_fast, span_fast
 from pairwatch.otel.telemetry import Telemetry
 
 tracer = TracerProvider()
@@ -41,11 +41,13 @@ tracer.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
 t = Telemetry(MeterProvider(metric_readers=[InMemoryMetricReader()]), tracer)
 print("histogram fast path:", "engaged" if t.latency_writer.enabled else "fallback")
 print("child span fast path:", "engaged" if span_fast.usable(t.tracer) else "fallback")
+print("batch span fast path:", "engaged" if root_fast.available() else "fallback")
 PY
   # test_sdk_fast.py pins bit-for-bit equality with one record per value (cumulative and
   # delta, views, exemplars), and that the fast path engaged; test_spans_batch.py that a
-  # batch's children are the spans start_span would make, whichever shortcuts this SDK allows.
+  # batch's children are the spans start_span would make, whichever shortcuts this SDK allows;
+  # test_root_fast.py that the batch span built finished is the one start_span makes.
   "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_sdk_fast.py \
-    tests/perf/test_spans_fast.py tests/perf/test_spans_batch.py \
+    tests/perf/test_spans_fast.py tests/perf/test_spans_batch.py tests/perf/test_root_fast.py \
     tests/pairing/test_depth_guard.py tests/test_bounds.py
 done

@@ -221,7 +221,7 @@ class ChildFactory:
         self._targets: tuple[Callable[[Any], object], ...] = ()
         self._whole: Callable[[Any], object] | None = None  # a queue that takes them at once
 
-    def _deliver(self, spans: Sequence[Any]) -> None:
+    def deliver(self, spans: Sequence[Any]) -> None:
         """``on_end`` of every span, in order, for each processor in turn per span."""
         processor = self._processor
         if type(processor) is SynchronousMultiSpanProcessor:
@@ -309,16 +309,16 @@ class ChildFactory:
             deque(fill, 0)
         else:  # pragma: no cover - an SDK whose ReadableSpan takes other positions
             spans = [
-                self._span(parent, context, name, attrs, start_ns, end, status, True, kind)
+                self.span(parent, context, name, attrs, start_ns, end, status, True, kind)
                 for name, context, attrs, end, status in zip(
                     names, contexts, attributes, ends, status_of, strict=False
                 )
             ]
-        self._deliver(spans)
+        self.deliver(spans)
 
-    def _span(
+    def span(
         self,
-        parent: SpanContext,
+        parent: SpanContext | None,
         context: SpanContext,
         name: str,
         attributes: dict[str, AttributeValue],
@@ -359,10 +359,8 @@ class ChildFactory:
         from an integration's hook go through the SDK's attribute cleaning instead.
         """
         (context,) = self._contexts(parent, 1)
-        span = self._span(
-            parent, context, name, attributes, start_ns, end_ns, status, cleaned, kind
-        )
-        self._deliver((span,))
+        span = self.span(parent, context, name, attributes, start_ns, end_ns, status, cleaned, kind)
+        self.deliver((span,))
 
 
 def usable(tracer: trace.Tracer) -> bool:

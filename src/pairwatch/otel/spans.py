@@ -18,10 +18,10 @@ from typing import cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from pairwatch.otel import span_fast
+from pairwatch.otel import root_fast, span_fast
 from pairwatch.otel.labels import Limiter
 from pairwatch.otel.names import (
     CLOSE_REASON,
@@ -117,6 +117,7 @@ class SpanWriter:
         # Ledger clocks are monotonic; spans want wall time.
         self._epoch_offset_ns = time.time_ns() - time.monotonic_ns()
         self._children: span_fast.ChildFactory | None = None
+        self._root_spans: root_fast.RootSpans | None = None
 
     def _ns(self, monotonic: float) -> int:
         return round(monotonic * 1e9) + self._epoch_offset_ns
@@ -138,15 +139,22 @@ class SpanWriter:
         """
         kind = SpanKind.SERVER if server else SpanKind.CLIENT
         parent = batch.context if isinstance(batch.context, Context) else None
-        root = self.tracer.start_span(
-            "jsonrpc batch" if batch.is_batch else "jsonrpc request",
-            context=parent,
-            kind=kind,
-            start_time=self._ns(batch.sent_at),
-        )
-        if not root.is_recording():
-            root.end()
-            return None
+        name = "jsonrpc batch" if batch.is_batch else "jsonrpc request"
+        start_ns = self._ns(batch.sent_at)
+        roots = self._roots()
+        root: trace.Span | None = None
+        decided: root_fast.Decided | None = None
+        if roots is not None:  # decided by the sampler, built finished (root_fast)
+            decided = roots.decide(parent, name, kind)
+            if decided is None:
+                return None
+            root_context = decided.context
+        else:
+            root = self.tracer.start_span(name, context=parent, kind=kind, start_time=start_ns)
+            if not root.is_recording():
+                root.end()
+                return None
+            root_context = root.get_span_context()
         n = len(batch.keys)
         everyone = policy.takes_all(n)
         chosen = [] if everyone else policy.choose(batch.calls)
@@ -164,14 +172,16 @@ class SpanWriter:
         }
         if not everyone and len(chosen) != n:
             attributes["pairwatch.child_spans.omitted"] = n - len(chosen)
-        root.set_attributes(attributes)
-        root_context = root.get_span_context()
+        if root is not None:
+            root.set_attributes(attributes)
         children: span_fast.ChildFactory | None = None
-        if root_context.trace_flags.sampled and span_fast.usable(self.tracer):
-            children = self._children
-            if children is None:
-                children = self._children = span_fast.ChildFactory(self.tracer)
-        ctx = trace.set_span_in_context(root)
+        if root_context.trace_flags.sampled and (
+            roots is not None or span_fast.usable(self.tracer)
+        ):
+            children = self._factory()
+        ctx = trace.set_span_in_context(
+            root if root is not None else NonRecordingSpan(root_context)
+        )
         if everyone and children is not None and span_attributes is None and not batch.captured:
             self._plain_children(root_context, children, batch, kind)
         else:
@@ -183,10 +193,31 @@ class SpanWriter:
         received = [r for r in batch.received if r is not None]
         if received:
             end = max(end, max(received))
+        status = None
         if batch.diagnosis != "ok":
-            root.set_status(Status(StatusCode.ERROR, f"{batch.diagnosis}: {evidence(batch)}"))
-        root.end(end_time=self._ns(end))
+            status = Status(StatusCode.ERROR, f"{batch.diagnosis}: {evidence(batch)}")
+        if decided is not None and roots is not None:
+            roots.end(decided, name, kind, attributes, status, start_ns, self._ns(end))
+        elif root is not None:
+            if status is not None:
+                root.set_status(status)
+            root.end(end_time=self._ns(end))
         return ctx if root_context.trace_flags.sampled else None
+
+    def _factory(self) -> span_fast.ChildFactory:
+        children = self._children
+        if children is None:
+            children = self._children = span_fast.ChildFactory(self.tracer)
+        return children
+
+    def _roots(self) -> root_fast.RootSpans | None:
+        """The finished-span path for batch spans, when it gives what start_span gives."""
+        if not span_fast.usable(self.tracer) or not root_fast.available():
+            return None
+        roots = self._root_spans
+        if roots is None:
+            roots = self._root_spans = root_fast.RootSpans(self.tracer, self._factory())
+        return roots
 
     def _plain_children(
         self,
