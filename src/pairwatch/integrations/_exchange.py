@@ -84,7 +84,8 @@ class HttpClient:
     streaming: object = True
     # A buffered body the library keeps once read (requests' ``content``): the skeleton
     # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
-    # instead of teeing the response's reads.
+    # instead of teeing the response's reads.  Taken by blocking sends only: requests is the
+    # one library that sets it.
     reads_whole = False
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
@@ -323,16 +324,6 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if exchange is None:  # the streamed body was not JSON-RPC after all
             if _wants_read(client, kwargs):
                 await client.aread(response)
-            return response
-        if client.reads_whole and _wants_read(client, kwargs):
-            tap = _whole_tap(client, exchange, response)
-            try:
-                await client.aread(response)
-            except BaseException:
-                if tap is not None:
-                    tap.dropped()
-                raise
-            _show_whole(client, tap, response)
             return response
         if _attach(client, exchange, response, instance, kwargs):
             await client.aread(response)
