@@ -50,7 +50,10 @@ def _cyclic_garbage(run: Callable[[], object]) -> Counter[str]:
         gc.enable()
 
 
-def _requests(instrument: Callable[[object], object]) -> Iterator[Callable[[bool], bytes]]:
+@contextlib.contextmanager
+def _requests(
+    instrument: Callable[[object], object], url: str
+) -> Iterator[Callable[[bool], bytes]]:
     import requests
 
     with requests.Session() as session:
@@ -58,14 +61,15 @@ def _requests(instrument: Callable[[object], object]) -> Iterator[Callable[[bool
 
         def post(streamed: bool) -> bytes:
             if streamed:
-                with session.post(URL[0], data=REQUEST, headers=JSON, stream=True) as r:
+                with session.post(url, data=REQUEST, headers=JSON, stream=True) as r:
                     return b"".join(r.iter_content(chunk_size=None))
-            return session.post(URL[0], data=REQUEST, headers=JSON).content  # type: ignore[no-any-return]
+            return session.post(url, data=REQUEST, headers=JSON).content  # type: ignore[no-any-return]
 
         yield post
 
 
-def _aiohttp(instrument: Callable[[object], object]) -> Iterator[Callable[[bool], bytes]]:
+@contextlib.contextmanager
+def _aiohttp(instrument: Callable[[object], object], url: str) -> Iterator[Callable[[bool], bytes]]:
     import aiohttp
 
     loop = asyncio.new_event_loop()
@@ -73,7 +77,7 @@ def _aiohttp(instrument: Callable[[object], object]) -> Iterator[Callable[[bool]
     instrument(session)
 
     async def exchange(streamed: bool) -> bytes:
-        async with session.post(URL[0], data=REQUEST, headers=JSON) as r:
+        async with session.post(url, data=REQUEST, headers=JSON) as r:
             if streamed:
                 return b"".join([c async for c in r.content.iter_any()])
             return await r.read()  # type: ignore[no-any-return]
@@ -90,7 +94,6 @@ async def _session(aiohttp: Any) -> Any:
 
 
 CLIENTS = {"requests": _requests, "aiohttp": _aiohttp}
-URL: list[str] = []
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["buffered", "streamed"])
@@ -99,10 +102,9 @@ def test_an_exchange_is_freed_by_reference_counting(otel, scripted, library, str
     """The client is made and instrumented outside what is watched: an instance wrapper and
     its client refer to each other (once per client, not per exchange)."""
     SCRIPTS["/no-cycles"] = (200, JSON, [REPLY], False)
-    URL[:] = [scripted + "/no-cycles"]
     seen: list[bytes] = []
     for instrument in (bare, instrumenting(otel)):
-        with contextlib.contextmanager(CLIENTS[library])(instrument) as post:
+        with CLIENTS[library](instrument, scripted + "/no-cycles") as post:
             post(streamed)  # connection pools, first-use caches: not what is watched
             found = _cyclic_garbage(
                 lambda post=post: seen.extend(post(streamed) for _ in range(EXCHANGES))
