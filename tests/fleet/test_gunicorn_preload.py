@@ -32,6 +32,16 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
+def scrape_when_up(port: int) -> dict[str, float] | None:
+    """One worker's samples, or None while its endpoint is not listening yet: gunicorn
+    boots the workers one after another, so the first answer from the app says nothing
+    about the second worker's ``post_fork`` having run."""
+    try:
+        return scrape(port)
+    except OSError:
+        return None
+
+
 def get(url: str) -> dict[str, int] | None:
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
@@ -68,12 +78,17 @@ def test_preloaded_gunicorn_workers_count_exactly(tmp_path):
             assert wait_for(lambda: get(url + "0"), lambda r: r is not None, 60), log.read_text()
             answers = [get(f"{url}{n}") for n in range(1, REQUESTS)]
             assert all(a is not None and a["replies"] == 2 for a in answers), answers
-            per_worker = [scrape(metrics_base), scrape(metrics_base + 1)]
+            per_worker = [
+                wait_for(lambda p=p: scrape_when_up(p), lambda r: r is not None, 60)
+                for p in (metrics_base, metrics_base + 1)
+            ]
+            assert None not in per_worker, log.read_text()
         finally:
             master.terminate()
             master.wait(30)
         assert chaos.counts["drop"] == REQUESTS
-    missing = sum(w.get("batch_missing_response_total", 0) for w in per_worker)
-    requests = sum(w.get("batch_requests_total", 0) for w in per_worker)
-    closed = sum(w.get("batch_closed_total", 0) for w in per_worker)
+    up = [w for w in per_worker if w is not None]
+    missing = sum(w.get("batch_missing_response_total", 0) for w in up)
+    requests = sum(w.get("batch_requests_total", 0) for w in up)
+    closed = sum(w.get("batch_closed_total", 0) for w in up)
     assert (missing, requests, closed) == (REQUESTS, 3 * REQUESTS, REQUESTS), per_worker
