@@ -81,10 +81,10 @@ def test_eviction_takes_the_oldest_from_the_queue():
     for i in range(5):
         b.sent(req(i))
         b.clock.advance(1.0)
-    assert [x.keys for x in b.sink.closed] == [[0], [1]]
+    assert [list(x.keys) for x in b.sink.closed] == [[0], [1]]
     assert [x.close_reason for x in b.sink.closed] == ["evicted", "evicted"]
     b.received(res(2))  # the oldest still open completes; eviction must skip it
     b.sent(req(5))  # 3 open again: room for it
     b.sent(req(6))  # evicts 3, not the completed 2 still queued
-    assert [x.keys for x in b.sink.closed][2:] == [[2], [3]]
+    assert [list(x.keys) for x in b.sink.closed][2:] == [[2], [3]]
     assert b.sink.closed[3].close_reason == "evicted"

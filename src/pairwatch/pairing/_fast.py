@@ -135,7 +135,7 @@ def _plain(raw: bytes | str, hint: str) -> Payload | None:
             if isinstance(requests, list):
                 if len(requests) == 1:  # no comprehension (a function call) for one element
                     one = requests[0]
-                    plain = Plain(Kind.REQUEST, [one.id], _single(one.method))
+                    plain = Plain(Kind.REQUEST, (one.id,), _single(one.method))
                     return Payload(True, None, None, plain)
                 if not requests:
                     return None
@@ -143,18 +143,18 @@ def _plain(raw: bytes | str, hint: str) -> Payload | None:
                 methods = _shared([e.method for e in requests])
                 return Payload(True, None, None, Plain(Kind.REQUEST, keys, methods))
             return Payload(
-                False, None, None, Plain(Kind.REQUEST, [requests.id], _single(requests.method))
+                False, None, None, Plain(Kind.REQUEST, (requests.id,), _single(requests.method))
             )
         results = _plain_results.decode(raw)
     except Exception:  # not the healthy shape: the general path classifies it
         return None
     if isinstance(results, list):
         if len(results) == 1:
-            return Payload(True, None, None, Plain(Kind.RESULT, [results[0].id], None))
+            return Payload(True, None, None, Plain(Kind.RESULT, (results[0].id,), None))
         if not results:
             return None
         return Payload(True, None, None, Plain(Kind.RESULT, [e.id for e in results], None))
-    return Payload(False, None, None, Plain(Kind.RESULT, [results.id], None))
+    return Payload(False, None, None, Plain(Kind.RESULT, (results.id,), None))
 
 
 def plain(raw: bytes | str, hint: str) -> Payload | None:

@@ -117,8 +117,8 @@ class Closing:
         if not batch.open:
             return
         batch.open = False
-        batch.close_reason = reason
-        batch.closed_at = self._clock()
+        closed_at = self._clock()
+        batch.ended = [reason, closed_at, ""]  # close_reason, closed_at, diagnosis
         keys = batch.keys
         # Nothing unusual was written (no rare field): each reads as its default, so the
         # usual batch is judged from its slots alone (a descriptor read costs a call).
@@ -143,7 +143,7 @@ class Closing:
             if retyped:
                 batch.type_mismatch = retyped
         if reason == "timeout" and missing_keys:
-            self.timed_out.remember(batch, missing_keys, batch.closed_at)
+            self.timed_out.remember(batch, missing_keys, closed_at)
         batch.diagnosis = diagnosis.diagnose_batch(batch)
         closed.append(batch)
 

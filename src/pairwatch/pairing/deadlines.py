@@ -54,7 +54,8 @@ class Deadlines:
         if len(queue) > 2 * live + 64:
             self._queue = queue = deque(b for b in queue if b.open)
         at = len(queue)
-        while at and queue[at - 1].deadline > batch.deadline:
+        deadline = batch.sent_at + batch.timeout  # Batch.deadline, without a call
+        while at and queue[at - 1].deadline > deadline:
             at -= 1
         if at == len(queue):
             queue.append(batch)
@@ -79,7 +80,7 @@ class Deadlines:
         while queue:
             self.examined += 1
             batch = queue[0]
-            if batch.open and batch.deadline > now:
+            if batch.open and batch.sent_at + batch.timeout > now:  # not yet its deadline
                 return
             queue.popleft()
             if batch.open:

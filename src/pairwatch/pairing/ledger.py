@@ -122,7 +122,8 @@ class Ledger(Closing):
         with self._lock:
             deadline = (self._clock() if at is None else at) + timeout
             for batch in self._open:
-                batch.deadline = max(batch.deadline, deadline)
+                if deadline > batch.deadline:
+                    batch.deadline = deadline
 
     def _register(
         self,
@@ -140,7 +141,7 @@ class Ledger(Closing):
             batch.notifications = notifications
         if invalid is not None:
             batch.invalid_requests = invalid
-        batch.deadline = now + self.limits.timeout_for(methods, timeout)
+        batch.timeout = self.limits.timeout_for(methods, timeout)
         if self._bound:  # only an exchange attributes replies to its last batch; a stream
             self._last = batch  # must not keep a closed batch (and its lists) alive
             self._drop_held()  # a [] whose exchange moved on without a reply: nothing
@@ -186,7 +187,7 @@ class Ledger(Closing):
         if granted < len(keys):
             batch.evicted_from = granted
             # A new list: the batch may share its keys with the payload it was sent in.
-            batch.keys = keys[:granted] + [None] * (len(keys) - granted)
+            batch.keys = [*keys[:granted], *[None] * (len(keys) - granted)]
 
     def _evict_oldest(self, closed: list[Batch]) -> bool:
         oldest = self._deadlines.oldest()
@@ -312,10 +313,11 @@ class Ledger(Closing):
                         batch.invalid_at = set()
                     batch.invalid_at.add(index)
             batch.paired += 1
-            if index < batch.high_index:
-                batch.out_of_order = True
-            else:
-                batch.high_index = index
+            if type(entry) is not Batch:  # a single request is never out of order
+                if index < batch.high_index:
+                    batch.out_of_order = True
+                else:
+                    batch.high_index = index
             touched = batch
             if batch.paired == len(batch.keys):
                 done.append(batch)  # closed after the loop: strays in this payload belong here

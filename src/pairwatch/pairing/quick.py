@@ -135,13 +135,10 @@ class QuickBatch:
         )  # fmt: skip
         batch.deadline = self.deadline
         batch.paired = n
-        batch.high_index = n - 1
         batch.open = False
-        batch.close_reason = reason
-        batch.closed_at = now
         # Nothing a diagnosis weighs can be set here: ids were distinct, every one paired,
         # and a fresh exchange has no timed-out ids to reuse.
-        batch.diagnosis = diagnosis.OK
+        batch.ended = [reason, now, diagnosis.OK]  # close_reason, closed_at, diagnosis
         return batch
 
     def replay(self, ledger: Ledger) -> None:

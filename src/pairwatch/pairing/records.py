@@ -200,9 +200,8 @@ class Batch(_LateReplies):
     """
 
     __slots__ = (
-        "__weakref__", "close_reason", "closed_at", "context", "deadline", "diagnosis",
-        "high_index", "is_batch", "keys", "methods", "open", "paired", "rare", "received",
-        "sent_at", "size",
+        "__weakref__", "context", "ended", "is_batch", "keys", "methods", "open", "paired",
+        "rare", "received", "sent_at", "timeout",
     )  # fmt: skip
 
     # Set only when something happens; read through these defaults otherwise.
@@ -244,19 +243,25 @@ class Batch(_LateReplies):
     invalid = _Rare[dict[str, int] | None](None)
     invalid_requests = _Rare[dict[str, int] | None](None)
     violations = _Rare[dict[str, int] | None](None)
+    # Elements sent, when not one per key (notifications, answers to the server, invalid
+    # elements): ``size`` reads len(keys) otherwise.
+    _size = _Rare(-1)
+    # The highest index paired so far, for ``out_of_order``: written only for batches of
+    # several requests paired one reply at a time (a single request is never out of order,
+    # and a reply that pairs a whole batch in order never needs it).
+    high_index = _Rare(-1)
 
     def __init__(
         self,
         is_batch: bool,
         size: int,
-        keys: list[IdKey | None],
+        keys: Sequence[IdKey | None],
         methods: list[str | None],
         sent_at: float,
         context: object = None,
         received: list[float | None] | None = None,
     ) -> None:
         self.is_batch = is_batch
-        self.size = size
         self.keys = keys  # per request, in send order; None for ids that can never pair
         self.methods = methods
         # When each request was answered, None until then.  A single request starts with
@@ -268,16 +273,70 @@ class Batch(_LateReplies):
         )
         self.sent_at = sent_at
         self.context = context
-        self.deadline = sent_at
+        # Seconds from ``sent_at`` to the deadline: the limits' own float, shared by every
+        # batch, where a deadline of its own would cost each pending request 24 bytes.
+        self.timeout = 0.0
         self.open = True
         self.paired = 0
-        self.high_index = -1
-        self.close_reason = ""
-        self.closed_at = sent_at
-        self.diagnosis = ""
+        # [close_reason, closed_at, diagnosis] once closed: three slots every pending
+        # request would carry empty cost 24 bytes; the list is made at close.
+        self.ended: list[Any] | None = None
         # The fields read through _Rare descriptors, once one is written: None for the
         # batches nothing unusual happened to (read-only outside this module).
         self.rare: dict[str, Any] | None = None
+        if size != len(keys):
+            self._size = size
+
+    @property
+    def deadline(self) -> float:
+        """When this batch times out (moved later by :meth:`Ledger.postpone`)."""
+        return self.sent_at + self.timeout
+
+    @deadline.setter
+    def deadline(self, value: float) -> None:
+        self.timeout = value - self.sent_at
+
+    @property
+    def size(self) -> int:
+        """Elements sent in the payload, requests or not."""
+        if self.rare is not None:
+            size = self._size
+            if size >= 0:
+                return size
+        return len(self.keys)
+
+    @property
+    def close_reason(self) -> str:
+        """Why the batch closed ("complete", "timeout", "body_end"...); "" while open."""
+        return self.ended[0] if self.ended is not None else ""
+
+    @close_reason.setter
+    def close_reason(self, value: str) -> None:
+        self._ending()[0] = value
+
+    @property
+    def closed_at(self) -> float:
+        """When it closed (its send time while open)."""
+        return self.ended[1] if self.ended is not None else self.sent_at
+
+    @closed_at.setter
+    def closed_at(self, value: float) -> None:
+        self._ending()[1] = value
+
+    @property
+    def diagnosis(self) -> str:
+        """What its evidence shows (:mod:`pairwatch.pairing.diagnosis`); "" while open."""
+        return self.ended[2] if self.ended is not None else ""
+
+    @diagnosis.setter
+    def diagnosis(self, value: str) -> None:
+        self._ending()[2] = value
+
+    def _ending(self) -> list[Any]:
+        ended = self.ended
+        if ended is None:
+            ended = self.ended = ["", self.sent_at, ""]
+        return ended
 
     @property
     def unknown_keys(self) -> list[IdKey]:

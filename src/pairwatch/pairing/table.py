@@ -9,6 +9,7 @@ per id would cost more than the lookup.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import repeat
 
 from pairwatch.pairing.intake import retyped
@@ -80,7 +81,7 @@ class PendingTable:
                 ids[key] = [entry_of(prior), (batch, index)]
         self.count += registered
 
-    def all_in_order(self, keys: list[IdKey], now: float) -> Batch | None:
+    def all_in_order(self, keys: Sequence[IdKey], now: float) -> Batch | None:
         """Pair a healthy reply in one step: every result, in request order, of one batch.
 
         Checked with C-level comparisons; anything else (a reorder, a missing or extra
@@ -109,7 +110,6 @@ class PendingTable:
         self.count -= n
         batch.received = [now] * n
         batch.paired = n
-        batch.high_index = n - 1
         return batch
 
     def holder_retyped(self, key: IdKey) -> Batch | None:
