@@ -21,7 +21,7 @@ from pairwatch.otel.shared import TelemetryCache
 from pairwatch.otel.spans import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis
-from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Sink", "telemetry_cache", "telemetry_for"]
 
@@ -109,7 +109,7 @@ class Sink:
                 self.on_closed(batch)
             except Exception as exc:
                 guard.report("on_batch_closed", exc, self.telemetry.internal_error)
-        if batch.diagnosis != diagnosis.OK:
+        if (batch.ended or NOT_ENDED)[2] != diagnosis.OK:  # the diagnosis, without a call
             # The words state the evidence with numbers, never a guessed cause; the message
             # is built only when the rate limit lets the line through.
             guard.log_limited(

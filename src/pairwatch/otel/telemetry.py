@@ -57,7 +57,7 @@ from pairwatch.otel.sdk_fast import HistogramWriter, runs_of
 from pairwatch.otel.spans import DEFAULT_POLICY, SpanAttributes, SpanPolicy, SpanWriter
 from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
-from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
 
@@ -302,10 +302,12 @@ class Telemetry:
         sums = self._sums
         current = sums.current
         is_batch = batch.is_batch
-        key = (labels, is_batch, batch.diagnosis, batch.close_reason)
+        # Batch.ended read whole: its close_reason and diagnosis properties cost a call each.
+        close_reason, _, diagnosed = batch.ended or NOT_ENDED
+        key = (labels, is_batch, diagnosed, close_reason)
         found = sums.found.get(key)
         if found is None:
-            reason = {DIAGNOSIS: batch.diagnosis, CLOSE_REASON: batch.close_reason}
+            reason = {DIAGNOSIS: diagnosed, CLOSE_REASON: close_reason}
             closed_attrs = labels.extra(is_batch, **reason)
             found = sums.found[key] = (
                 sums.observing(self.size_writer, attrs),
@@ -313,7 +315,7 @@ class Telemetry:
                 sums.adding(self.requests, attrs),
             )
         sizes, closed, requests = found
-        size = batch.size
+        size = len(batch.keys) if batch.rare is None else batch.size  # see Batch.size
         runs = sizes[2]
         if runs and runs[-1][0] == size:
             runs[-1] = (size, runs[-1][1] + 1)

@@ -118,7 +118,7 @@ class Closing:
             return
         batch.open = False
         closed_at = self._clock()
-        batch.ended = [reason, closed_at, ""]  # close_reason, closed_at, diagnosis
+        batch.ended = (reason, closed_at, "")  # close_reason, closed_at, diagnosis
         keys = batch.keys
         # Nothing unusual was written (no rare field): each reads as its default, so the
         # usual batch is judged from its slots alone (a descriptor read costs a call).
@@ -144,7 +144,7 @@ class Closing:
                 batch.type_mismatch = retyped
         if reason == "timeout" and missing_keys:
             self.timed_out.remember(batch, missing_keys, closed_at)
-        batch.diagnosis = diagnosis.diagnose_batch(batch)
+        batch.ended = (reason, closed_at, diagnosis.diagnose_batch(batch))
         closed.append(batch)
 
     def _emit(self, closed: list[Batch]) -> None:

@@ -133,12 +133,12 @@ class QuickBatch:
             self.payload.is_batch, n, self.keys, self.methods,  # type: ignore[arg-type]
             self.sent_at, self.context, [self.received_at] * n,
         )  # fmt: skip
-        batch.deadline = self.deadline
+        batch.timeout = self.deadline - self.sent_at  # Batch.deadline, without a call
         batch.paired = n
         batch.open = False
         # Nothing a diagnosis weighs can be set here: ids were distinct, every one paired,
         # and a fresh exchange has no timed-out ids to reuse.
-        batch.ended = [reason, now, diagnosis.OK]  # close_reason, closed_at, diagnosis
+        batch.ended = (reason, now, diagnosis.OK)  # close_reason, closed_at, diagnosis
         return batch
 
     def replay(self, ledger: Ledger) -> None:

@@ -12,6 +12,8 @@ from typing import Any, Final, Generic, TypeVar, overload
 from pairwatch.pairing.wire import IdKey
 
 _NONE: Final = (None,)
+# What :attr:`Batch.ended` reads as while open, for readers that unpack it whole.
+NOT_ENDED: Final = ("", 0.0, "")
 _T = TypeVar("_T")
 
 
@@ -278,9 +280,10 @@ class Batch(_LateReplies):
         self.timeout = 0.0
         self.open = True
         self.paired = 0
-        # [close_reason, closed_at, diagnosis] once closed: three slots every pending
-        # request would carry empty cost 24 bytes; the list is made at close.
-        self.ended: list[Any] | None = None
+        # (close_reason, closed_at, diagnosis) once closed: as three slots, every pending
+        # request would carry them empty (24 bytes).  A tuple, not a list: made at close,
+        # read whole by the drain, and untracked by the garbage collector once seen.
+        self.ended: tuple[str, float, str] | None = None
         # The fields read through _Rare descriptors, once one is written: None for the
         # batches nothing unusual happened to (read-only outside this module).
         self.rare: dict[str, Any] | None = None
@@ -312,7 +315,7 @@ class Batch(_LateReplies):
 
     @close_reason.setter
     def close_reason(self, value: str) -> None:
-        self._ending()[0] = value
+        self.ended = (value, self.closed_at, self.diagnosis)
 
     @property
     def closed_at(self) -> float:
@@ -321,7 +324,7 @@ class Batch(_LateReplies):
 
     @closed_at.setter
     def closed_at(self, value: float) -> None:
-        self._ending()[1] = value
+        self.ended = (self.close_reason, value, self.diagnosis)
 
     @property
     def diagnosis(self) -> str:
@@ -330,13 +333,7 @@ class Batch(_LateReplies):
 
     @diagnosis.setter
     def diagnosis(self, value: str) -> None:
-        self._ending()[2] = value
-
-    def _ending(self) -> list[Any]:
-        ended = self.ended
-        if ended is None:
-            ended = self.ended = ["", self.sent_at, ""]
-        return ended
+        self.ended = (self.close_reason, self.closed_at, value)
 
     @property
     def unknown_keys(self) -> list[IdKey]:
