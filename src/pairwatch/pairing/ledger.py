@@ -187,7 +187,7 @@ class Ledger(Closing):
         if granted < len(keys):
             batch.evicted_from = granted
             # A new list: the batch may share its keys with the payload it was sent in.
-            batch.keys = [*keys[:granted], *[None] * (len(keys) - granted)]
+            batch.keys = list(keys[:granted]) + [None] * (len(keys) - granted)
 
     def _evict_oldest(self, closed: list[Batch]) -> bool:
         oldest = self._deadlines.oldest()
@@ -241,6 +241,11 @@ class Ledger(Closing):
         touched: Batch | None = None
         holder: Batch | None = None  # an open batch holding an unknown id under another type
         late_holder: Batch | None = None  # the batch a late reply's request timed out in
+        # The batch whose replies this loop is checking for order, and the highest index
+        # paired in it so far: Batch.high_index is a rare field (a call to read or write),
+        # so it is read when the loop reaches that batch and written back when it leaves it.
+        ordered: Batch | None = None
+        high = -1
         done: list[Batch] = []
         RESULT, VALID = Kind.RESULT, IdState.VALID
         plain = payload.plain
@@ -314,13 +319,17 @@ class Ledger(Closing):
                     batch.invalid_at.add(index)
             batch.paired += 1
             if type(entry) is not Batch:  # a single request is never out of order
-                if index < batch.high_index:
+                if batch is not ordered:
+                    _keep_high(ordered, high)
+                    ordered, high = batch, batch.high_index
+                if index < high:
                     batch.out_of_order = True
                 else:
-                    batch.high_index = index
+                    high = index
             touched = batch
             if batch.paired == len(batch.keys):
                 done.append(batch)  # closed after the loop: strays in this payload belong here
+        _keep_high(ordered, high)
         if target is None:
             target = touched or holder or late_holder or self._oldest_array_batch(payload)
         if target is not None and target.open:
@@ -364,3 +373,10 @@ class Ledger(Closing):
     def inbound_pending(self) -> int:
         """Server-initiated requests received and not yet answered by the client."""
         return sum(self._inbound.values())
+
+
+def _keep_high(batch: Batch | None, high: int) -> None:
+    """Keep the highest index paired for a batch whose later replies must still be checked
+    for order (none when every request was answered: nothing more can pair)."""
+    if batch is not None and batch.paired < len(batch.keys) and high != batch.high_index:
+        batch.high_index = high
