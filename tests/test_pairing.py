@@ -252,6 +252,31 @@ def test_latency_is_exact_with_an_injected_clock(otel, clock):
     assert closed(otel, pairwatch__close_reason="complete") == 1
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "reordered"),
+    [
+        ([2, 5], [1, 4, 3, 6], 2),  # each batch gets an earlier id after a later one
+        ([1, 4], [2, 5, 3, 6], 0),  # both answered in order, in parts, interleaved
+        ([1, 6], [4, 2, 5, 3], 1),  # only the second batch goes back (6 before 4 and 5)
+    ],
+)
+def test_order_is_judged_per_batch_across_interleaved_replies(
+    otel, clock, first, second, reordered
+):
+    """Two open batches answered in two arrays that mix their ids: each batch's order is its
+    own, remembered from one reply to the next."""
+    channel = pairwatch.open_channel(
+        options=Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    )
+    channel.sent(dumps([req(1), req(2), req(3)]))
+    channel.sent(dumps([req(4), req(5), req(6)]))
+    channel.received(dumps([res(i) for i in first]))
+    channel.received(dumps([res(i) for i in second]))
+    assert otel.value("batch.out_of_order") == reordered
+    assert closed(otel, pairwatch__close_reason="complete") == 2
+    assert otel.value("batch.requests") == 6
+
+
 def test_stream_timeout_counts_missing(otel, clock):
     channel = pairwatch.open_channel(
         transport="websocket",
