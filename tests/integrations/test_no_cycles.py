@@ -6,8 +6,9 @@ and then every exchange leaves its response, buffers and books to the cyclic col
 young-generation collection every twenty exchanges where the bare client needs none.
 requests and aiohttp leave no cycles of their own on these paths (the first assertion of
 each test checks that), so any cyclic garbage of these libraries' types, or pairwatch's,
-after instrumented exchanges is pairwatch's doing.  httpx is not here: its own response
-objects are cyclic garbage with or without pairwatch.
+after instrumented exchanges is pairwatch's doing.  httpx's own response objects are cyclic
+garbage with or without pairwatch, and the tee pairwatch sets as the response's stream goes
+with them; the books behind it (the tap, the channel, its sink and lock) must not.
 """
 
 from __future__ import annotations
@@ -112,5 +113,67 @@ def test_an_exchange_is_freed_by_reference_counting(otel, scripted, library, str
         assert found == Counter(), instrument
     assert seen == [REPLY] * (2 * EXCHANGES)
     tracked = EXCHANGES + 1
+    assert otel.counters() == {"batch.requests": 2 * tracked, "batch.closed": tracked}
+    assert otel.value("batch.closed", pairwatch__close_reason="body_end") == tracked
+
+
+def _httpx_sync(instrument: Callable[[object], object], url: str, streamed: bool) -> Any:
+    import httpx
+
+    client = httpx.Client()
+    instrument(client)
+
+    def run() -> list[bytes]:
+        out = []
+        for _ in range(EXCHANGES):
+            if streamed:
+                with client.stream("POST", url, content=REQUEST, headers=JSON) as r:
+                    out.append(b"".join(r.iter_bytes()))
+            else:
+                out.append(client.post(url, content=REQUEST, headers=JSON).content)
+        return out
+
+    return run
+
+
+def _httpx_async(instrument: Callable[[object], object], url: str, streamed: bool) -> Any:
+    import httpx
+
+    loop = asyncio.new_event_loop()
+    client = httpx.AsyncClient()
+    instrument(client)
+
+    async def exchanges() -> list[bytes]:
+        out = []
+        for _ in range(EXCHANGES):
+            if streamed:
+                async with client.stream("POST", url, content=REQUEST, headers=JSON) as r:
+                    out.append(b"".join([c async for c in r.aiter_bytes()]))
+            else:
+                out.append((await client.post(url, content=REQUEST, headers=JSON)).content)
+        return out
+
+    return lambda: loop.run_until_complete(exchanges())
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["buffered", "streamed"])
+@pytest.mark.parametrize(("make", "tee"), [(_httpx_sync, "SyncTee"), (_httpx_async, "AsyncTee")])
+def test_httpx_leaves_only_its_tee_to_the_collector(otel, scripted, make, tee, streamed):
+    """An ended tap lets go of its books: they are freed by reference counting, not with the
+    response's cycle (before, each exchange left its tap, channel, sink and lock there)."""
+    SCRIPTS["/no-cycles-httpx"] = (200, JSON, [REPLY], False)
+    seen: list[bytes] = []
+    found = []
+    for instrument in (bare, instrumenting(otel)):
+        run = make(instrument, scripted + "/no-cycles-httpx", streamed)
+        run()  # connection pools, first-use caches: not what is watched
+        found.append(_cyclic_garbage(lambda run=run: seen.extend(run())))
+    without, instrumented = found
+    assert without == Counter()  # httpx's own cycles hold no watched type
+    assert instrumented == Counter(
+        {f"pairwatch.integrations.httpx_client._tees.<locals>.{tee}": EXCHANGES}
+    )
+    assert seen == [REPLY] * (2 * EXCHANGES)
+    tracked = 2 * EXCHANGES  # the warm-up's and the watched ones
     assert otel.counters() == {"batch.requests": 2 * tracked, "batch.closed": tracked}
     assert otel.value("batch.closed", pairwatch__close_reason="body_end") == tracked

@@ -63,10 +63,13 @@ def _tees(lib_name: str) -> tuple[type, type]:
 
         def __init__(self, inner: Any, tap: Tap) -> None:
             self._pw_inner = inner
-            self._pw_tap = tap
+            self._pw_tap: Tap | None = tap
 
         def __iter__(self) -> Iterator[bytes]:
             tap = self._pw_tap
+            if tap is None:  # shown whole already: nothing left to tell pairwatch
+                yield from self._pw_inner
+                return
             try:
                 for chunk in self._pw_inner:
                     tap.raw_chunk(chunk)
@@ -75,12 +78,16 @@ def _tees(lib_name: str) -> tuple[type, type]:
                 tap.dropped()
                 raise
             tap.end()
+            # The response and its stream sit in httpx's own reference cycle, freed only by
+            # the cyclic collector: an ended tap (and its channel) need not wait for it.
+            self._pw_tap = None
 
         def close(self) -> None:
             try:
                 self._pw_inner.close()
             finally:
-                self._pw_tap.dropped()  # a no-op when the body already ended
+                if self._pw_tap is not None:
+                    self._pw_tap.dropped()  # a no-op when the body already ended
 
         def __getattr__(self, name: str) -> Any:
             # ``elapsed`` and anything else the library hangs on its own stream.
@@ -91,28 +98,33 @@ def _tees(lib_name: str) -> tuple[type, type]:
 
         def __init__(self, inner: Any, tap: Tap) -> None:
             self._pw_inner = inner
-            self._pw_tap = tap
+            self._pw_tap: Tap | None = tap
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             tap = self._pw_tap
             inner = self._pw_inner.__aiter__()
             try:
                 async for chunk in inner:
-                    tap.raw_chunk(chunk)
+                    if tap is not None:
+                        tap.raw_chunk(chunk)
                     yield chunk
             except BaseException:
-                tap.dropped()
+                if tap is not None:
+                    tap.dropped()
                 raise
             finally:
                 if isinstance(inner, AsyncGenerator):
                     await inner.aclose()
-            tap.end()
+            if tap is not None:
+                tap.end()
+                self._pw_tap = None  # as SyncTee: let the ended tap go before httpx's cycle
 
         async def aclose(self) -> None:
             try:
                 await self._pw_inner.aclose()
             finally:
-                self._pw_tap.dropped()
+                if self._pw_tap is not None:
+                    self._pw_tap.dropped()
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self.__dict__["_pw_inner"], name)
