@@ -315,7 +315,7 @@ class Telemetry:
                 sums.adding(self.requests, attrs),
             )
         sizes, closed, requests = found
-        size = len(batch.keys) if batch.rare is None else batch.size  # see Batch.size
+        size = batch.size
         runs = sizes[2]
         if runs and runs[-1][0] == size:
             runs[-1] = (size, runs[-1][1] + 1)

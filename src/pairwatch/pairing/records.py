@@ -281,8 +281,9 @@ class Batch(_LateReplies):
         self.open = True
         self.paired = 0
         # (close_reason, closed_at, diagnosis) once closed: as three slots, every pending
-        # request would carry them empty (24 bytes).  A tuple, not a list: made at close,
-        # read whole by the drain, and untracked by the garbage collector once seen.
+        # request would carry them empty (24 bytes).  A tuple, not a list: written whole
+        # when the batch closes (the only writer), read whole by the drain, and untracked by
+        # the garbage collector once seen.
         self.ended: tuple[str, float, str] | None = None
         # The fields read through _Rare descriptors, once one is written: None for the
         # batches nothing unusual happened to (read-only outside this module).
@@ -313,27 +314,15 @@ class Batch(_LateReplies):
         """Why the batch closed ("complete", "timeout", "body_end"...); "" while open."""
         return self.ended[0] if self.ended is not None else ""
 
-    @close_reason.setter
-    def close_reason(self, value: str) -> None:
-        self.ended = (value, self.closed_at, self.diagnosis)
-
     @property
     def closed_at(self) -> float:
         """When it closed (its send time while open)."""
         return self.ended[1] if self.ended is not None else self.sent_at
 
-    @closed_at.setter
-    def closed_at(self, value: float) -> None:
-        self.ended = (self.close_reason, value, self.diagnosis)
-
     @property
     def diagnosis(self) -> str:
         """What its evidence shows (:mod:`pairwatch.pairing.diagnosis`); "" while open."""
         return self.ended[2] if self.ended is not None else ""
-
-    @diagnosis.setter
-    def diagnosis(self, value: str) -> None:
-        self.ended = (self.close_reason, self.closed_at, value)
 
     @property
     def unknown_keys(self) -> list[IdKey]:
