@@ -102,22 +102,23 @@ def _tees(lib_name: str) -> tuple[type, type]:
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             tap = self._pw_tap
+            if tap is None:  # shown whole already: nothing left to tell pairwatch
+                async for chunk in self._pw_inner:
+                    yield chunk
+                return
             inner = self._pw_inner.__aiter__()
             try:
                 async for chunk in inner:
-                    if tap is not None:
-                        tap.raw_chunk(chunk)
+                    tap.raw_chunk(chunk)
                     yield chunk
             except BaseException:
-                if tap is not None:
-                    tap.dropped()
+                tap.dropped()
                 raise
             finally:
                 if isinstance(inner, AsyncGenerator):
                     await inner.aclose()
-            if tap is not None:
-                tap.end()
-                self._pw_tap = None  # as SyncTee: let the ended tap go before httpx's cycle
+            tap.end()
+            self._pw_tap = None  # as SyncTee: let the ended tap go before httpx's cycle
 
         async def aclose(self) -> None:
             try:
