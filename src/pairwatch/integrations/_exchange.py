@@ -84,8 +84,7 @@ class HttpClient:
     streaming: object = True
     # A buffered body the library keeps once read (requests' ``content``): the skeleton
     # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
-    # instead of teeing the response's reads.  Taken by blocking sends only: requests is the
-    # one library that sets it.
+    # instead of teeing the response's reads (httpx, requests).
     reads_whole = False
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
@@ -193,31 +192,34 @@ def _opened(streamed: Streamed | None) -> Exchange | None:
     return None if streamed is None else streamed.exchange
 
 
-def _wants_read(client: HttpClient, kwargs: dict[str, Any]) -> bool:
+def _plan(client: HttpClient, kwargs: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """Whether the skeleton reads the body for the caller (a buffered call sent as a
+    stream), and the keyword arguments the library is called with."""
     flag = client.stream_flag
-    return flag is not None and kwargs.get(flag, not client.streaming) != client.streaming
-
-
-def _sent_kwargs(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:
-    flag = client.stream_flag
-    return kwargs if flag is None else {**kwargs, flag: client.streaming}
+    if flag is None:
+        return False, kwargs
+    streaming = client.streaming
+    return kwargs.get(flag, not streaming) != streaming, {**kwargs, flag: streaming}
 
 
 def _attach(
-    client: HttpClient, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
-) -> bool:
-    """Tap the response; True when the skeleton must then read the body for the caller."""
-    wants_read = _wants_read(client, kwargs)
+    client: HttpClient,
+    exchange: Exchange,
+    response: Any,
+    instance: Any,
+    kwargs: dict[str, Any],
+    wants_read: bool,
+) -> None:
+    """Tap the response (the skeleton reads the body afterwards when ``wants_read``)."""
     caller_streams = client.stream_flag is not None and not wants_read
     try:
         tap = client.attach(exchange, response, instance, kwargs)
     except Exception as exc:
         guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
         exchange.close("closed")
-        return wants_read
+        return
     if caller_streams and tap is not None:
         tap.abandon_with(response)  # a stream the caller may drop before its end
-    return wants_read
 
 
 def _whole_tap(client: HttpClient, exchange: Exchange, response: Any) -> Tap | None:
@@ -240,8 +242,7 @@ def _show_whole(client: HttpClient, tap: Tap | None, response: Any) -> None:
     if tap is None:
         return
     try:
-        tap.chunk(client.body(response))
-        tap.end()
+        tap.whole(client.body(response))
     except Exception as exc:  # the caller has its body: report, never raise
         guard.report(client.integration + "_attach", exc, None)
         tap.dropped("closed")
@@ -263,9 +264,10 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return wrapped(*args, **kwargs)
+        wants_read, sent = _plan(client, kwargs)
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
-            response = wrapped(*args, **_sent_kwargs(client, kwargs))
+            response = wrapped(*args, **sent)
         except BaseException:
             exchange = exchange or _opened(streamed)
             if exchange is not None:
@@ -275,10 +277,10 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             ACTIVE.reset(token)
         exchange = exchange or _opened(streamed)
         if exchange is None:  # the streamed body was not JSON-RPC after all
-            if _wants_read(client, kwargs):
+            if wants_read:
                 client.read(response)
             return response
-        if client.reads_whole and _wants_read(client, kwargs):
+        if wants_read and client.reads_whole:
             tap = _whole_tap(client, exchange, response)
             try:
                 client.read(response)
@@ -288,7 +290,8 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
                 raise
             _show_whole(client, tap, response)
             return response
-        if _attach(client, exchange, response, instance, kwargs):
+        _attach(client, exchange, response, instance, kwargs, wants_read)
+        if wants_read:
             client.read(response)
         return response
 
@@ -310,9 +313,10 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return await wrapped(*args, **kwargs)
+        wants_read, sent = _plan(client, kwargs)
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
-            response = await wrapped(*args, **_sent_kwargs(client, kwargs))
+            response = await wrapped(*args, **sent)
         except BaseException:
             exchange = exchange or _opened(streamed)
             if exchange is not None:
@@ -322,10 +326,21 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             ACTIVE.reset(token)
         exchange = exchange or _opened(streamed)
         if exchange is None:  # the streamed body was not JSON-RPC after all
-            if _wants_read(client, kwargs):
+            if wants_read:
                 await client.aread(response)
             return response
-        if _attach(client, exchange, response, instance, kwargs):
+        if wants_read and client.reads_whole:
+            tap = _whole_tap(client, exchange, response)
+            try:
+                await client.aread(response)
+            except BaseException:
+                if tap is not None:
+                    tap.dropped()
+                raise
+            _show_whole(client, tap, response)
+            return response
+        _attach(client, exchange, response, instance, kwargs, wants_read)
+        if wants_read:
             await client.aread(response)
         return response
 

@@ -111,6 +111,23 @@ class SseParser:
             self._event = value
 
 
+_CONTENT_TYPES: dict[str | None, tuple[str | None, bool]] = {}
+"""Content-Type -> (charset, is an event stream): a client reads the same few types, and
+parsing one costs as much as the rest of setting up a tap.  Bounded: past 64 it starts over."""
+
+
+def _content_type(content_type: str | None) -> tuple[str | None, bool]:
+    found = (
+        charset_of(content_type),
+        bool(content_type) and "text/event-stream" in str(content_type).lower(),
+    )
+    if content_type is None or type(content_type) is str:  # only these are kept
+        if len(_CONTENT_TYPES) >= 64:
+            _CONTENT_TYPES.clear()
+        _CONTENT_TYPES[content_type] = found
+    return found
+
+
 class Tap:
     """Sees a copy of every chunk of one response body and keeps the channel's books.
 
@@ -165,18 +182,24 @@ class Tap:
         self._buffer: list[bytes] = []
         self._size = 0
         # No encoding: identity, whatever chose (or did not choose) the decoder.
-        fallback = decoder is None and bool(encoding)
-        self._decoder = _decoders.stdlib(encoding) if fallback else decoder
-        self._charset = charset_of(content_type)
+        self._decoder = _decoders.stdlib(encoding) if decoder is None and encoding else decoder
         self._elsewhere = elsewhere
         self._flush = False
         finite = read_timeout is not None and math.isfinite(read_timeout)
         self._read_timeout = read_timeout if finite else None
-        is_sse = bool(content_type) and "text/event-stream" in str(content_type).lower()
-        self._sse = SseParser() if is_sse else None
-        if is_sse:
-            channel.relabel("sse")
         self._watch: weakref.ref[Any] | None = None
+        try:
+            found = _CONTENT_TYPES.get(content_type)
+        except TypeError:  # not hashable: whatever a library passed, it is judged below
+            found = None
+        if found is None:
+            found = _content_type(content_type)
+        self._charset, is_sse = found
+        if is_sse:
+            self._sse: SseParser | None = SseParser()
+            channel.relabel("sse")
+        else:
+            self._sse = None
 
     @property
     def done(self) -> bool:
@@ -250,17 +273,45 @@ class Tap:
                 return
             body = b"".join(self._buffer)
             self._release()
-            if not body and self._elsewhere:
-                self._channel.withdraw()
-            else:
-                payload, text = parse_body(body, self._charset)
-                if self._elsewhere and not wire.is_jsonrpc(text):
-                    self._channel.withdraw()
-                else:
-                    self._channel.received_parsed(payload, text)
-            self._finish("body_end")
+            self._pair(body)
         except Exception as exc:
             self._fail("tap_end", exc)
+
+    def whole(self, body: bytes) -> None:
+        """The whole body at once, read and decoded by the client, which keeps it.
+
+        What ``chunk(body)`` then ``end()`` would do, without the buffer: the client holds
+        these bytes, not pairwatch, so the body budget is consulted (a body it could not
+        hold is still ``body_too_large``) but not charged and released around the parse.
+        """
+        if self._done:
+            return
+        if self._sse is not None or self._flush or self._size:  # not a plain body: the
+            self.chunk(body)  # chunk path knows events, decoders and bytes already held
+            self.end()
+            return
+        try:
+            if body:
+                if self._read_timeout is not None:
+                    self._channel.postpone(self._read_timeout)
+                if len(body) > MAX_BODY or not body_budget().fits(len(body)):
+                    self._finish("body_too_large")
+                    return
+            self._pair(body)
+        except Exception as exc:
+            self._fail("tap_end", exc)
+
+    def _pair(self, body: bytes) -> None:
+        """Pair a complete body and close the exchange."""
+        if not body and self._elsewhere:
+            self._channel.withdraw()
+        else:
+            payload, text = parse_body(body, self._charset)
+            if self._elsewhere and not wire.is_jsonrpc(text):
+                self._channel.withdraw()
+            else:
+                self._channel.received_parsed(payload, text)
+        self._finish("body_end")
 
     def dropped(self, reason: str = "stream_dropped") -> None:
         """The body was cut short, failed, or was closed before its end.

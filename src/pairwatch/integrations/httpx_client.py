@@ -7,10 +7,12 @@ Python SDK 2.x uses) shares the API, so one module serves both; the library is p
 the client's class, never imported unless the client came from it.
 
 The exchange skeleton (:mod:`pairwatch.integrations._exchange`) does the rest: ``send`` is
-called with ``stream=True`` so that the response's byte stream can be replaced by a tee
-before any byte is read, and a buffered call then reads the body exactly as httpx's own
-``send`` does (``read()``, and ``close()`` if that raises).  The caller gets the same
-response object, the same bytes and the same exceptions.
+called with ``stream=True``.  A buffered call then reads the body exactly as httpx's own
+``send`` does (``read()``, and ``close()`` if that raises) and shows pairwatch the
+``content`` httpx keeps, decoded once, by httpx.  A streamed call gets a tee in place of the
+response's byte stream before any byte is read, and pairwatch decodes a private copy of
+each raw chunk.  The caller gets the same response object, the same bytes and the same
+exceptions.
 """
 
 from __future__ import annotations
@@ -178,6 +180,7 @@ class _Httpx(HttpClient):
     """The request is ``send``'s first argument; the response's byte stream gets a tee."""
 
     stream_flag = "stream"
+    reads_whole = True  # a buffered call: ``read()``, then ``content`` shown to the tap whole
 
     def __init__(self, lib_name: str, tee: type) -> None:
         self.integration = lib_name
@@ -186,7 +189,7 @@ class _Httpx(HttpClient):
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         request: Any = argument(args, kwargs, 0, "request")
         timeout = _read_timeout(request)
-        followed = _REDIRECTED.pop(request, None) if _REDIRECTED else None
+        followed = _REDIRECTED.pop(request, None) if _redirects_seen else None
         if followed is not None:  # the caller sends a redirect's next_request itself
             return Request(
                 followed[1],
@@ -221,7 +224,17 @@ class _Httpx(HttpClient):
         request.stream = _request_tee(self.integration)(inner, streamed)
         return Request(None, request.url, read_timeout=_read_timeout(request))
 
+    def tap(self, exchange: Exchange, response: Any) -> Tap:
+        """A buffered call: ``read`` decodes the body, and ``content`` is what the tap sees."""
+        content_type, _, location = _wanted_headers(response.headers)
+        _remember_redirect(exchange, response)
+        return exchange.tap(content_type, None, status=response.status_code, location=location)
+
+    def body(self, response: Any) -> bytes:
+        return response.content  # type: ignore[no-any-return]
+
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
+        """A streamed call: the caller reads through the tee, which shows raw chunks."""
         content_type, encoding, location = _wanted_headers(response.headers)
         tap = exchange.tap(
             content_type,
@@ -287,7 +300,13 @@ nobody follows is forgotten with its request.
 """
 
 
+_redirects_seen = False
+"""Whether any redirect was remembered: until then a request needs no look-up (a weak
+dictionary's length alone costs a Python call)."""
+
+
 def _remember_redirect(exchange: Exchange, response: Any) -> None:
+    global _redirects_seen
     if response.status_code not in REDIRECTS:  # only a redirect carries a next_request
         return
     following = getattr(response, "next_request", None)
@@ -295,6 +314,7 @@ def _remember_redirect(exchange: Exchange, response: Any) -> None:
     # 303 (and 301/302 after a POST) turn the method into GET without a body: nothing to carry.
     if following is not None and original is not None and following.method == original.method:
         _REDIRECTED[following] = (exchange.payload, exchange.raw)
+        _redirects_seen = True
 
 
 def _read_timeout(request: Any) -> float | None:

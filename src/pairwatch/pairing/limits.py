@@ -110,6 +110,10 @@ class Budget:
             self._used += n
             return True
 
+    def fits(self, n: int) -> bool:
+        """Whether ``n`` more would fit now, charging nothing (one read: no lock)."""
+        return self._used + n <= self.limit
+
     def release(self, n: int) -> None:
         if n:
             with self._lock:
