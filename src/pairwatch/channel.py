@@ -84,12 +84,13 @@ class Channel:
         quick: bool,
         span_attributes: SpanAttributes | None = None,
         capture: Capture | None = None,
+        sink: Sink | None = None,
     ) -> None:
         self.options = options
         self.telemetry = telemetry
         self._labels = labels
         self._capture = capture
-        self._sink = Sink(
+        self._sink = sink or Sink(
             telemetry, labels, options.on_batch_closed, span_attributes, capture, policy
         )
         self._bound = bound
@@ -119,9 +120,11 @@ class Channel:
                 transport="http", integration=integration, server_address=server_address,
                 bound=True, options=options, quick=True,
             )  # fmt: skip
-        telemetry, labels, limits, policy = exchange_parts(options, integration, server_address)
+        _, telemetry, labels, limits, policy, sink = exchange_parts(
+            options, integration, server_address
+        )
         channel = cls.__new__(cls)
-        channel._setup(options, telemetry, labels, limits, policy, True, True)
+        channel._setup(options, telemetry, labels, limits, policy, True, True, None, None, sink)
         return channel
 
     @property
@@ -311,12 +314,16 @@ class Channel:
         """
         try:
             old = self._sink.labels
-            self._labels = self._sink.labels = self.telemetry.labels(
+            labels = self.telemetry.labels(
                 transport,
                 integration if integration is not None else old.base.get(INTEGRATION, "manual"),
                 server_address if server_address is not None else old.base.get(SERVER_ADDRESS),
                 old.side,
             )
+            # A copy: an exchange's sink is shared with the other exchanges of its parts.
+            self._labels, self._sink = labels, self._sink.relabeled(labels)
+            if self._books is not None:
+                self._books.sink = self._sink
         except Exception as exc:
             guard.report("relabel", exc, self.telemetry.internal_error)
 

@@ -19,17 +19,18 @@ from pairwatch.otel.labels import Labels
 from pairwatch.otel.spans import SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing.limits import Limits
-from pairwatch.sink import telemetry_for
+from pairwatch.sink import Sink, telemetry_for
 
-__all__ = ["exchange_parts", "prepared"]
+__all__ = ["Parts", "exchange_parts", "prepared"]
 
 CAP: Final = 256
 """Entries per cache; past it a cache starts over."""
 
 _PREPARED: dict[int, tuple[Options, Limits, SpanPolicy]] = {}
-_EXCHANGES: dict[
-    tuple[int, str, str | None], tuple[Options, Telemetry, Labels, Limits, SpanPolicy]
-] = {}
+Parts = tuple[Options, Telemetry, Labels, Limits, SpanPolicy, Sink]
+"""The options they were made for, then what an exchange's channel is built from."""
+
+_EXCHANGES: dict[tuple[int, str, str | None], Parts] = {}
 
 
 def prepared(options: Options) -> tuple[Limits, SpanPolicy]:
@@ -42,17 +43,21 @@ def prepared(options: Options) -> tuple[Limits, SpanPolicy]:
     return entry[1], entry[2]
 
 
-def exchange_parts(
-    options: Options, integration: str, server_address: str | None
-) -> tuple[Telemetry, Labels, Limits, SpanPolicy]:
-    """The telemetry, client-side ``http`` attribute sets, limits and span policy of the
-    exchanges one integration makes to one address with these options."""
+def exchange_parts(options: Options, integration: str, server_address: str | None) -> Parts:
+    """The telemetry, client-side ``http`` attribute sets, limits, span policy and sink of
+    the exchanges one integration makes to one address with these options.
+
+    The sink is shared by those exchanges: it holds only these parts (a channel that
+    relabels itself takes a copy first).
+    """
     key = (id(options), integration, server_address)
     entry = _EXCHANGES.get(key)
     if entry is None or entry[0] is not options:
         telemetry = telemetry_for(options)
         labels = telemetry.labels("http", integration, server_address)
+        limits, policy = prepared(options)
+        sink = Sink(telemetry, labels, options.on_batch_closed, None, None, policy)
         if len(_EXCHANGES) >= CAP:
             _EXCHANGES.clear()
-        entry = _EXCHANGES[key] = (options, telemetry, labels, *prepared(options))
-    return entry[1], entry[2], entry[3], entry[4]
+        entry = _EXCHANGES[key] = (options, telemetry, labels, limits, policy, sink)
+    return entry

@@ -94,6 +94,12 @@ class Sink:
         self.span_attributes = span_attributes
         self.capture = capture
 
+    def relabeled(self, labels: Labels) -> Sink:
+        """This sink with other labels (sinks are shared, so never relabelled in place)."""
+        return Sink(
+            self.telemetry, labels, self.on_closed, self.span_attributes, self.capture, self.policy
+        )
+
     def batch_closed(self, batch: Batch) -> None:
         try:
             if self.capture is not None:
