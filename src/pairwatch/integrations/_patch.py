@@ -80,12 +80,18 @@ def passes_through(original: object) -> bool:
 def _through_class(obj: object, name: str) -> Any:
     """``getattr(obj, name)`` as it would be without an instance attribute of that name."""
     cls = type(obj)
-    for klass in cls.__mro__:
-        found = klass.__dict__.get(name, MISSING)
-        if found is not MISSING:
-            get = getattr(type(found), "__get__", None)
-            return found if get is None else get(found, obj, cls)
-    return MISSING
+    found = cls.__dict__.get(name, MISSING)
+    if type(found) is types.FunctionType:  # the usual: a plain method of the class itself
+        return types.MethodType(found, obj)
+    if found is MISSING:
+        for klass in cls.__mro__[1:]:
+            found = klass.__dict__.get(name, MISSING)
+            if found is not MISSING:
+                break
+        else:
+            return MISSING
+    get = getattr(type(found), "__get__", None)
+    return found if get is None else get(found, obj, cls)
 
 
 class _OnInstance(wrapt.ObjectProxy):  # type: ignore[type-arg]

@@ -37,12 +37,16 @@ __all__ = [
 def host_of(url: object) -> str | None:
     """The host name of a URL object or string, or None; never raises."""
     try:
-        host = getattr(url, "host", None)
-        if isinstance(host, str):
-            return host or None
-        text = str(url)
-        if text in _HOSTS:
-            return _HOSTS[text]
+        if type(url) is str:  # no ``host`` to look for (looking costs an AttributeError)
+            text = url
+        else:
+            host = getattr(url, "host", None)
+            if isinstance(host, str):
+                return host or None
+            text = str(url)
+        found: str | None = _HOSTS.get(text, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
         if len(_HOSTS) >= 256:
             _HOSTS.clear()
         found = _HOSTS[text] = urlsplit(text).hostname
@@ -51,6 +55,7 @@ def host_of(url: object) -> str | None:
         return None
 
 
+_UNSEEN: Final[Any] = object()
 _HOSTS: dict[str, str | None] = {}
 """URL text -> host: a client posts to the same few URLs, and ``urlsplit`` costs more than
 the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""

@@ -80,11 +80,12 @@ class QuickBatch:
         n = len(keys)
         if not n or n > limits.max_pending_ids or (n > 1 and len(set(keys)) != n):
             return None
-        granted = budget.take(n)
-        if granted < n:
-            budget.release(granted)
+        if not budget.take_all(n):
             return None
-        deadline = now + limits.timeout_for(plain.methods, timeout)
+        if limits.method_timeouts:
+            deadline = now + limits.timeout_for(plain.methods, timeout)
+        else:  # Limits.timeout_for without methods of their own, without the call
+            deadline = now + (limits.timeout if timeout is None else timeout)
         return cls(payload, plain, now, context, timeout, deadline, budget)
 
     def postpone(self, now: float, timeout: float) -> None:

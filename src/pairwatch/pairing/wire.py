@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
-from pairwatch.pairing.depth import too_deep
+from pairwatch.pairing.depth import MAX_DEPTH, too_deep
 from pairwatch.pairing.elements import (
     ABSENT,
     CALL_KINDS,
@@ -114,7 +114,8 @@ def parse(payload: object, hint: str | None = None) -> Payload:
     lets the fast path first try the one shape a healthy payload of that direction has.
     """
     if _fast is not None and (type(payload) is bytes or type(payload) is str):
-        if too_deep(payload):
+        # A body of no more characters than the cap cannot nest deeper: no call for it.
+        if len(payload) > MAX_DEPTH and too_deep(payload):
             return Payload(False, (), "too_deep")
         parsed = _fast(payload, hint)
         if parsed is not None:
@@ -134,7 +135,7 @@ def parse_healthy(payload: object, hint: str) -> Payload | None:
             return None
     elif type(payload) is not str or "jsonrpc" not in payload:
         return None
-    if _healthy is None or too_deep(payload):
+    if _healthy is None or (len(payload) > MAX_DEPTH and too_deep(payload)):
         return None
     return _healthy(payload, hint)
 
