@@ -253,7 +253,7 @@ class Channel:
             self._closed = True
             paired = self._take_paired()
             if paired is not None:
-                self._sink.batch_closed(paired.close(reason, self.options.clock()))
+                self._sink.paired_whole(paired, reason, self.options.clock())
                 return
             self.ledger.close(reason)
         except Exception as exc:

@@ -21,6 +21,7 @@ from pairwatch.otel.shared import TelemetryCache
 from pairwatch.otel.spans import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis
+from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Sink", "telemetry_cache", "telemetry_for"]
@@ -127,6 +128,19 @@ class Sink:
                 batch.diagnosis,
                 _Words(diagnosis.evidence, batch),
             )
+
+    def paired_whole(self, quick: QuickBatch, reason: str, now: float) -> None:
+        """A quick batch that paired whole closes: with nothing that reads a :class:`Batch`
+        (no spans, no ``on_batch_closed`` hook, no captured payloads), its metrics are
+        queued from the quick record itself, without building one."""
+        if self.on_closed is not None or self.capture is not None or self.telemetry.spans:
+            self.batch_closed(quick.close(reason, now))
+            return
+        quick.release()
+        try:
+            self.telemetry.healthy_closed(self.labels, quick, reason)
+        except Exception as exc:
+            guard.report("telemetry", exc, self.telemetry.internal_error)
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
         try:

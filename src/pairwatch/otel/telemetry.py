@@ -7,6 +7,9 @@ The ledger hands over closed batches; this module turns each into at most one ad
 (only the counters that moved), one ``batch.size`` record, the pair latencies and, when a
 recording tracer is configured, one span per batch with a child per request id.  Spans are
 made at close with the recorded timestamps, so nothing here runs while a request is in flight.
+An HTTP exchange that paired whole hands over its quick record instead when nothing reads a
+``Batch`` (spans off, no hook, no capture): the same records, without building one.  What
+each batch records is in :mod:`pairwatch.otel.batch_records`.
 
 Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the README):
 
@@ -28,8 +31,7 @@ Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the RE
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -37,26 +39,26 @@ from opentelemetry.context import Context
 from pairwatch import guard
 from pairwatch._version import __version__
 from pairwatch.otel import deferred, zeros
+from pairwatch.otel.batch_records import BatchRecords
 from pairwatch.otel.labels import LabelCache, Labels, Limiter
 from pairwatch.otel.names import (
-    CLOSE_REASON,
     DEFERRED_FLUSH,
-    DIAGNOSIS,
     DUPLICATE_SCOPE,
     ERROR_KIND,
     LABEL_SETS_CAP,
     METHOD_CAP,
     REASON,
     REPAIR_ACTION,
-    RPC_METHOD,
     SCHEMA_URL,
     SCOPE,
     SERVER_ADDRESS_CAP,
 )
-from pairwatch.otel.sdk_fast import HistogramWriter, runs_of
+from pairwatch.otel.sdk_fast import HistogramWriter
 from pairwatch.otel.spans import DEFAULT_POLICY, SpanAttributes, SpanPolicy, SpanWriter
 from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
+from pairwatch.pairing import diagnosis
+from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
@@ -64,7 +66,7 @@ __all__ = ["Labels", "SpanAttributes", "Telemetry"]
 Attrs = Mapping[str, str]
 
 
-class Telemetry:
+class Telemetry(BatchRecords):
     """The instruments for one (meter provider, tracer provider) pair.
 
     Every instrument is made from its row in :mod:`pairwatch.otel.vocabulary`; the caps on
@@ -137,11 +139,6 @@ class Telemetry:
         address = self.addresses(server_address) if server_address else None
         return self._labels.get(transport, integration, address, side)
 
-    def _zeros(self, rows: list[zeros.Row]) -> None:
-        """Export the given series at 0 (see :mod:`pairwatch.otel.zeros` for which)."""
-        for key, attrs in rows:
-            self._add(self._instruments[key], 0, attrs)
-
     # ------------------------------------------------------------------ metrics
     def batch_closed(
         self,
@@ -155,6 +152,26 @@ class Telemetry:
 
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         deferred.submit(self._stray, labels, batch, tally)
+
+    def healthy_closed(self, labels: Labels, healthy: QuickBatch, reason: str) -> None:
+        """Queue the metrics of a batch that paired whole, in order and in time, without a
+        :class:`Batch`: with spans off it makes the records every batch makes, and only
+        those (no diagnosis but ``ok``, one latency for all its ids)."""
+        deferred.submit(self._healthy_closed, labels, healthy, reason)
+
+    def _healthy_closed(self, labels: Labels, healthy: QuickBatch, reason: str) -> None:
+        try:
+            self._sums.current += 1
+            is_batch = healthy.payload.is_batch
+            if is_batch not in labels.zeroed:
+                self._zeros(zeros.batch_rows(labels, is_batch))
+            n = len(healthy.keys)
+            attrs = labels.by_batch[is_batch]
+            self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
+            latency = healthy.received_at - healthy.sent_at
+            self._record_one_latency(labels, is_batch, healthy.methods, n, latency, None)
+        except Exception as exc:
+            guard.report("telemetry", exc, self.internal_error)
 
     def _batch_closed(
         self,
@@ -211,7 +228,10 @@ class Telemetry:
         attrs = labels.by_batch[is_batch]
         if is_batch not in labels.zeroed:
             self._zeros(zeros.batch_rows(labels, is_batch))
-        self._record_common(labels, batch, attrs)
+        # Batch.ended read whole: its close_reason and diagnosis properties cost a call each.
+        close_reason, _, diagnosed = batch.ended or NOT_ENDED
+        n = len(batch.keys)
+        self._record_common(labels, is_batch, attrs, diagnosed, close_reason, batch.size, n)
         self._record_latencies(labels, batch, ctx)
         if batch.rare is None:
             return  # what the checks below read was never written: nothing went wrong
@@ -251,138 +271,6 @@ class Telemetry:
 
     def internal_error(self, kind: str) -> None:
         self.internal_errors.add(1, {ERROR_KIND: kind})
-
-    def _record_tally(
-        self,
-        labels: Labels,
-        is_batch: bool,
-        unknown: int,
-        null: int,
-        invalid: dict[str, int] | None,
-        violations: dict[str, int] | None,
-    ) -> None:
-        attrs = labels.by_batch[is_batch]
-        if unknown:
-            self._add(self.unknown, unknown, attrs)
-        if null:
-            self._add(self.null, null, attrs)
-        if invalid:
-            for reason, n in invalid.items():
-                self._add(self.invalid, n, labels.extra(is_batch, **{REASON: reason}))
-        if violations:
-            for reason, n in violations.items():
-                self._add(self.violation, n, labels.extra(is_batch, **{REASON: reason}))
-
-    def _record_late(self, attrs: Attrs, record: Batch | Tally) -> None:
-        """Replies for ids that had closed as missing by timeout, and how late they came.
-
-        Read with ``getattr`` because the ledger fills ``late``/``lateness`` only from the
-        release that detects late replies; until then both stay empty.
-        """
-        late: int = getattr(record, "late", 0)
-        if late:
-            self._add(self.late, late, attrs)
-        lateness: Sequence[float] = getattr(record, "lateness", ())
-        if lateness:
-            self._observe(self.lateness_writer, runs_of(lateness), attrs)
-
-    def _method_attrs(self, labels: Labels, is_batch: bool, method: str) -> Attrs:
-        """The latency attributes of a limited method; its first sight exports zero rows."""
-        if (is_batch, method) not in labels.zeroed_methods:
-            self._zeros(zeros.method_rows(labels, is_batch, method))
-        return labels.for_method(is_batch, method)
-
-    def _record_common(self, labels: Labels, batch: Batch, attrs: Attrs) -> None:
-        """The records every batch makes: ``batch.size``, ``batch.closed``, ``batch.requests``.
-
-        Their accumulators are looked up once per drain per (label set, diagnosis, close
-        reason), then fed in place: equal sizes in a row become one run, which
-        :mod:`pairwatch.otel.sdk_fast` applies as the same values one by one.
-        """
-        sums = self._sums
-        current = sums.current
-        is_batch = batch.is_batch
-        # Batch.ended read whole: its close_reason and diagnosis properties cost a call each.
-        close_reason, _, diagnosed = batch.ended or NOT_ENDED
-        key = (labels, is_batch, diagnosed, close_reason)
-        found = sums.found.get(key)
-        if found is None:
-            reason = {DIAGNOSIS: diagnosed, CLOSE_REASON: close_reason}
-            closed_attrs = labels.extra(is_batch, **reason)
-            found = sums.found[key] = (
-                sums.observing(self.size_writer, attrs),
-                sums.adding(self.closed, closed_attrs),
-                sums.adding(self.requests, attrs),
-            )
-        sizes, closed, requests = found
-        size = batch.size
-        runs = sizes[2]
-        if runs and runs[-1][0] == size:
-            runs[-1] = (size, runs[-1][1] + 1)
-        else:
-            runs.append((size, 1))
-        sizes[3].append(current)
-        closed[2] += 1
-        closed[3].append(current)
-        n = len(batch.keys)
-        if n:
-            requests[2] += n
-            requests[3].append(current)
-
-    def _record_latencies(self, labels: Labels, batch: Batch, ctx: Context | None) -> None:
-        """One observation per paired id, grouped per attribute set (see sdk_fast)."""
-        methods = self.methods
-        sent_at = batch.sent_at
-        is_batch = batch.is_batch
-        received = batch.received
-        n = len(received)
-        if n and batch.paired == n and received.count(received[0]) == n:
-            # One body answered the whole batch: one latency, counted per method in C.
-            value = received[0] - sent_at  # type: ignore[operator]
-            first = batch.methods[0]
-            one_method = n == 1 or batch.methods.count(first) == n
-            if ctx is None and one_method:
-                # The usual batch: one method, one accumulator found once per drain.
-                sums = self._sums
-                key = (labels, is_batch, first)
-                found = sums.found.get(key)
-                if found is None:
-                    attrs = self._method_attrs(labels, is_batch, methods(first))
-                    found = sums.found[key] = sums.observing(self.latency_writer, attrs)
-                found[2].append((value, n))
-                found[3].append(sums.current)
-                return
-            per_method = ((first, n),) if one_method else Counter(batch.methods).items()
-            for method, k in per_method:
-                attrs = self._method_attrs(labels, is_batch, methods(method))
-                self._observe(self.latency_writer, [(value, k)], attrs, ctx)
-            return
-        groups: dict[str, list[float]] = {}
-        for method, received_at in zip(batch.methods, batch.received, strict=True):
-            if received_at is not None:
-                name = methods(method)
-                values = groups.get(name)
-                if values is None:
-                    values = groups[name] = []
-                values.append(received_at - sent_at)
-        for name, values in groups.items():
-            attrs = self._method_attrs(labels, is_batch, name)
-            self._observe(self.latency_writer, runs_of(values), attrs, ctx)
-
-    def _record_missing(self, labels: Labels, batch: Batch) -> None:
-        per_method: dict[tuple[str, str], int] = {}
-        cut = batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
-        for index, (method, received_at) in enumerate(
-            zip(batch.methods, batch.received, strict=True)
-        ):
-            if received_at is None:
-                reason = batch.close_reason if index < cut else "evicted"
-                key = (self.methods(method), reason)
-                per_method[key] = per_method.get(key, 0) + 1
-        for (method, reason), n in per_method.items():
-            self._method_attrs(labels, batch.is_batch, method)
-            attrs = labels.extra(batch.is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason})
-            self._add(self.missing, n, attrs)
 
 
 def _counter(meter: metrics.Meter, row: Instrument) -> metrics.Counter:

@@ -9,11 +9,13 @@ objects bring on, cost several times the pairing itself.
 
 So a bound exchange first keeps only this record.  If the reply pairs whole, in order and in
 time, the closed :class:`~pairwatch.pairing.records.Batch` is built here with exactly the
-fields the ledger would give it.  At the first thing that is not that (a second batch, a
-reply that is partial, reordered, late, carries an error or an unknown id, a withdraw, a
-sweep), :meth:`QuickBatch.replay` feeds what happened so far into a real
-:class:`~pairwatch.pairing.ledger.Ledger` at the times it happened, and the ledger decides
-from there.  Nothing is counted differently: the replay is the ledger's own path.
+fields the ledger would give it, or, when nothing would read that ``Batch`` (spans off, no
+``on_batch_closed`` hook, no capture), the sink queues its metrics from this record itself.
+At the first thing that is not that (a second batch, a reply that is partial, reordered,
+late, carries an error or an unknown id, a withdraw, a sweep), :meth:`QuickBatch.replay`
+feeds what happened so far into a real :class:`~pairwatch.pairing.ledger.Ledger` at the
+times it happened, and the ledger decides from there.  Nothing is counted differently: the
+replay is the ledger's own path.
 """
 
 from __future__ import annotations
