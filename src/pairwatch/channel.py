@@ -26,7 +26,7 @@ from pairwatch.pairing.ledger import Ledger
 from pairwatch.pairing.limits import Limits, process_budget
 from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import Batch
-from pairwatch.prepared import exchange_parts, prepared
+from pairwatch.prepared import prepared
 from pairwatch.sink import Sink, telemetry_for
 
 __all__ = ["Channel", "Options", "open_channel"]  # Options: re-exported, its home is options
@@ -108,24 +108,6 @@ class Channel:
             self._books = Ledger(self._sink, clock=options.clock, limits=limits, bound=bound)
         if not bound:
             _watch(self)
-
-    @classmethod
-    def exchange(cls, options: Options, integration: str, server_address: str | None) -> Channel:
-        """The bound, quick channel of one HTTP exchange: ``Channel(transport="http",
-        integration=integration, server_address=server_address, bound=True, options=options,
-        quick=True)``, with its telemetry, labels and limits looked up once per (options,
-        integration, address) instead of once per exchange."""
-        if options.capture_payloads:  # captured exchanges keep a ledger: nothing to share
-            return cls(
-                transport="http", integration=integration, server_address=server_address,
-                bound=True, options=options, quick=True,
-            )  # fmt: skip
-        _, telemetry, labels, limits, policy, sink = exchange_parts(
-            options, integration, server_address
-        )
-        channel = cls.__new__(cls)
-        channel._setup(options, telemetry, labels, limits, policy, True, True, None, None, sink)
-        return channel
 
     @property
     def ledger(self) -> Ledger:
@@ -238,6 +220,17 @@ class Channel:
             self.ledger.received(payload, shows)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
+
+    def replied_whole(
+        self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str
+    ) -> None:
+        """A bound exchange's reply, received whole, ends it: :meth:`postpone` by the
+        client's ``read_timeout`` (the client restarted it with the last chunk),
+        :meth:`received_parsed`, then :meth:`close` with ``reason``."""
+        if read_timeout is not None:
+            self.postpone(read_timeout)
+        self.received_parsed(payload, raw)
+        self.close(reason)
 
     def repaired(self, actions: Mapping[str, int], *, is_batch: bool = True) -> None:
         """Count the changes repair mode made to a reply read on this channel."""

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 import pairwatch
 from pairwatch.channel import Options
-from pairwatch.integrations._stream import SseParser, Tap
+from pairwatch.integrations._sse import SseParser
+from pairwatch.integrations._stream import Tap
 
 STREAM = (
     b"\xef\xbb\xbf: comment\r\n"

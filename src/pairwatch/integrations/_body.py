@@ -26,10 +26,14 @@ from pairwatch.pairing.limits import Budget
 
 __all__ = [
     "DEFAULT_BODY_BUDGET",
+    "MAX_BODY",
     "body_budget",
     "charset_of",
     "parse_body",
 ]
+
+MAX_BODY: Final = 64 * 1024 * 1024
+"""Bytes of one JSON body (or one SSE event) pairwatch will buffer; beyond it, it stops."""
 
 DEFAULT_BODY_BUDGET: Final = 256 * 1024 * 1024
 """Bytes buffered by every HTTP tap of the process together: 256 MiB."""

@@ -17,6 +17,7 @@ from opentelemetry.context import Context
 
 from pairwatch import guard
 from pairwatch.channel import Channel, Options
+from pairwatch.exchange_channel import ExchangeChannel
 from pairwatch.integrations._decoders import Chosen
 from pairwatch.integrations._stream import MAX_BODY, Tap
 from pairwatch.pairing import wire
@@ -110,7 +111,7 @@ def start_exchange(
     awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
     the caller's OpenTelemetry context, when the integration has already read it.
     """
-    channel = Channel.exchange(options, integration, host or None)
+    channel = ExchangeChannel.exchange(options, integration, host or None)
     channel.sent_parsed(payload, raw, read_timeout, current)
     return channel
 

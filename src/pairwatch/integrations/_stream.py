@@ -1,114 +1,27 @@
-"""The response side of every HTTP exchange: the body tap and an SSE parser.
+"""The response side of every HTTP exchange: the body tap.
 
 An HTTP integration shows every chunk the caller reads to a :class:`Tap` (the exchange
 skeleton, :mod:`pairwatch.integrations._exchange`, opened the channel it feeds).  The tap
 never holds the caller's stream: it is handed copies of what the caller already got, so the
-caller reads every byte unchanged and in time.
-
-Why an incremental SSE parser here rather than a library: the caller's own SSE reader (if
-any) must keep the bytes; pairwatch parses a copy, chunk by chunk, so that each event's
-responses are paired at that event's arrival (latency per event, not per stream).
+caller reads every byte unchanged and in time.  Event streams are parsed as they come
+(:mod:`pairwatch.integrations._sse`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import weakref
-from typing import Any, Final
+from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Channel
 from pairwatch.integrations import _decoders
-from pairwatch.integrations._body import body_budget, charset_of, parse_body
+from pairwatch.integrations._body import MAX_BODY, body_budget, charset_of, parse_body
+from pairwatch.integrations._sse import SseParser
 from pairwatch.pairing import wire
 from pairwatch.sweeper import SWEEPER
 
-__all__ = ["MAX_BODY", "SseParser", "Tap"]
-
-MAX_BODY: Final = 64 * 1024 * 1024
-"""Bytes of one JSON body (or one SSE event) pairwatch will buffer; beyond it, it stops."""
-
-_EOL: Final = re.compile(rb"\r\n|\r|\n")
-_DISPATCHED_EVENTS: Final = frozenset({b"", b"message"})
-
-
-class SseParser:
-    """Incremental ``text/event-stream`` parser that yields each complete event's data.
-
-    Handles lines split across chunks, CRLF split between two chunks, CR-only and LF-only
-    line ends, multi-line ``data`` (joined with ``\\n``), comments and a leading BOM.  Only
-    events of the default type or ``message`` are returned: other event types (pings,
-    endpoint announcements) are not JSON-RPC traffic.  An event still incomplete when the
-    stream ends is discarded, as the SSE specification says.
-    """
-
-    __slots__ = ("_buf", "_data", "_data_size", "_event", "_skip_lf", "_started", "overflow")
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._data: list[bytes] = []
-        self._data_size = 0
-        self._event = b""
-        self._skip_lf = False
-        self._started = False
-        self.overflow = False
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """Take the next chunk; return the data of every event it completed, in order."""
-        if not chunk:
-            return []
-        if self._skip_lf:
-            self._skip_lf = False
-            if chunk[:1] == b"\n":
-                chunk = chunk[1:]
-        data = self._buf + chunk if self._buf else chunk
-        if not self._started:
-            if len(data) < 3 and b"\xef\xbb\xbf".startswith(data):
-                self._buf = data
-                return []
-            self._started = True
-            if data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
-        events: list[bytes] = []
-        start = 0
-        for match in _EOL.finditer(data):
-            end = match.start()
-            if match.group() == b"\r" and match.end() == len(data):
-                self._skip_lf = True  # the LF of a CRLF may open the next chunk
-            self._line(data[start:end], events)
-            start = match.end()
-        rest = data[start:]
-        if len(rest) > MAX_BODY:
-            self.overflow = True
-            rest = b""
-        self._buf = rest
-        return events
-
-    def _line(self, line: bytes, events: list[bytes]) -> None:
-        if not line:
-            if self._data and self._event in _DISPATCHED_EVENTS:
-                data = b"\n".join(self._data)
-                if data:  # one empty data line dispatches nothing
-                    events.append(data)
-            self._data = []
-            self._data_size = 0
-            self._event = b""
-            return
-        if line[:1] == b":":
-            return  # a comment (keep-alive)
-        field, colon, value = line.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
-        if field == b"data":
-            self._data_size += len(value)
-            if self._data_size > MAX_BODY:
-                self.overflow = True
-                self._data = []
-                return
-            self._data.append(value)
-        elif field == b"event":
-            self._event = value
+__all__ = ["MAX_BODY", "Tap"]
 
 
 _CONTENT_TYPES: dict[str | None, tuple[str | None, bool]] = {}
@@ -229,6 +142,16 @@ class Tap:
             self._flush = True  # the decoder holds state: flush it at the end
             self._feed(data, decoder)
 
+    def last_raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
+        """:meth:`raw_chunk` then :meth:`end`; a last chunk that is the whole body and needs
+        no decoding (the usual reply, read in one piece) is shown :meth:`whole`."""
+        decoder = self._decoder
+        if self._size or (decoder is not None and decoder is not _decoders.UNSUPPORTED):
+            self.raw_chunk(data)
+            self.end()
+        else:
+            self.whole(bytes(data))
+
     def _feed(self, data: bytes | bytearray | memoryview, decoder: Any) -> None:
         # An encoding the client library does not decode reaches the caller undecoded;
         # pairwatch then reads the same undecoded bytes (decoder None).
@@ -292,11 +215,22 @@ class Tap:
             return
         try:
             if body:
-                if self._read_timeout is not None:
-                    self._channel.postpone(self._read_timeout)
-                if len(body) > MAX_BODY or not body_budget().fits(len(body)):
-                    self._finish("body_too_large")
+                if self._elsewhere or len(body) > MAX_BODY or not body_budget().fits(len(body)):
+                    if self._read_timeout is not None:
+                        self._channel.postpone(self._read_timeout)
+                    if self._elsewhere:
+                        self._pair(body)
+                    else:
+                        self._finish("body_too_large")
                     return
+                # The usual reply: pairing and closing in one step of the channel.
+                payload, text = parse_body(body, self._charset)
+                self._done = True
+                if self._watch is not None:
+                    _WATCHED.pop(id(self._watch), None)
+                    self._watch = None
+                self._channel.replied_whole(payload, text, self._read_timeout, "body_end")
+                return
             self._pair(body)
         except Exception as exc:
             self._fail("tap_end", exc)

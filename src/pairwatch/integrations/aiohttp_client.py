@@ -110,13 +110,14 @@ def tee_class() -> type:
 
     def seen(self: Any, data: bytes) -> None:
         tap: Tap = self._pw_tap
-        tap.raw_chunk(data)
         try:
             at_eof = self._pw_inner.at_eof()
         except Exception:
             at_eof = False
-        if at_eof:
-            tap.end()
+        if at_eof:  # the body ends with this read (usually it is the whole body)
+            tap.last_raw_chunk(data)
+        else:
+            tap.raw_chunk(data)
 
     def getattr_(self: Any, name: str) -> Any:
         # Unset slots of this subclass (aiohttp's private state) read from the original.
