@@ -138,7 +138,14 @@ class Sink:
             return
         quick.release()
         try:
-            self.telemetry.healthy_closed(self.labels, quick, reason)
+            self.telemetry.healthy_closed(
+                self.labels,
+                quick.payload.is_batch,
+                len(quick.keys),
+                quick.methods,
+                quick.received_at - quick.sent_at,
+                reason,
+            )
         except Exception as exc:
             guard.report("telemetry", exc, self.telemetry.internal_error)
 

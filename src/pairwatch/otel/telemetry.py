@@ -58,7 +58,6 @@ from pairwatch.otel.spans import DEFAULT_POLICY, SpanAttributes, SpanPolicy, Spa
 from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing import diagnosis
-from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
@@ -153,23 +152,37 @@ class Telemetry(BatchRecords):
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         deferred.submit(self._stray, labels, batch, tally)
 
-    def healthy_closed(self, labels: Labels, healthy: QuickBatch, reason: str) -> None:
-        """Queue the metrics of a batch that paired whole, in order and in time, without a
-        :class:`Batch`: with spans off it makes the records every batch makes, and only
-        those (no diagnosis but ``ok``, one latency for all its ids)."""
-        deferred.submit(self._healthy_closed, labels, healthy, reason)
+    def healthy_closed(
+        self,
+        labels: Labels,
+        is_batch: bool,
+        n: int,
+        methods: list[str],
+        latency: float,
+        reason: str,
+    ) -> None:
+        """Queue the metrics of a batch of ``n`` requests that paired whole, in order and in
+        time, from its values alone: with spans off they are the records every batch makes,
+        and only those (diagnosis ``ok``, one ``latency`` for all its ids).  Nothing of the
+        exchange's books waits in the queue (plain values are not the collector's work)."""
+        deferred.submit(self._healthy_closed, labels, is_batch, n, methods, latency, reason)
 
-    def _healthy_closed(self, labels: Labels, healthy: QuickBatch, reason: str) -> None:
+    def _healthy_closed(
+        self,
+        labels: Labels,
+        is_batch: bool,
+        n: int,
+        methods: list[str],
+        latency: float,
+        reason: str,
+    ) -> None:
         try:
             self._sums.current += 1
-            is_batch = healthy.payload.is_batch
             if is_batch not in labels.zeroed:
                 self._zeros(zeros.batch_rows(labels, is_batch))
-            n = len(healthy.keys)
             attrs = labels.by_batch[is_batch]
             self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
-            latency = healthy.received_at - healthy.sent_at
-            self._record_one_latency(labels, is_batch, healthy.methods, n, latency, None)
+            self._record_one_latency(labels, is_batch, methods, n, latency, None)
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
