@@ -17,6 +17,7 @@ from opentelemetry import context as otel_context
 from pairwatch import guard, sweeper, switch
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
+from pairwatch.otel.current import get_current
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
 from pairwatch.otel.spans import SpanAttributes, SpanPolicy
@@ -155,7 +156,7 @@ class Channel:
         try:
             ctx = None
             if self.telemetry.spans:
-                ctx = otel_context.get_current() if parent is None else parent
+                ctx = get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
             if self._books is None and self._quick is None:  # only the first batch is quick

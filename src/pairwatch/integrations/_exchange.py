@@ -40,6 +40,7 @@ from pairwatch.integrations._request import (
     start_exchange,
 )
 from pairwatch.integrations._stream import Tap
+from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
 
 __all__ = [
@@ -135,7 +136,7 @@ def _begin(
             return None
         host = host_of(request.url)
         timeout = request.read_timeout
-        current = otel_context.get_current()  # read once: the span parent and the propagation
+        current = get_current()  # read once: the span parent and the propagation
         channel = start_exchange(
             payload, options, client.integration, host, request.body, timeout, current
         )

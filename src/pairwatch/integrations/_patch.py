@@ -37,6 +37,7 @@ from opentelemetry import context as otel_context
 
 from pairwatch import guard, switch
 from pairwatch.integrations import MISSING, Handle, hold
+from pairwatch.otel.current import get_current
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -53,7 +54,7 @@ _SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress
 def instrumentation_enabled() -> bool:
     """OpenTelemetry's ``is_instrumentation_enabled`` (contrib), with the current context
     read once instead of once per key: this runs on every wrapped call."""
-    current = otel_context.get_current()
+    current = get_current()
     # An empty context (the usual one: nothing suppressed, no span) answers without lookups.
     return not current or not (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))
 
