@@ -49,6 +49,8 @@ class ExchangeChannel(Channel):
     def replied_whole(
         self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str
     ) -> None:
+        """:meth:`Channel.replied_whole` in one step, under one lock and at one clock reading,
+        when the quick batch pairs the reply; the general path otherwise."""
         postponed = False
         if self._quick is not None and self._quick_lock is not None and switch.on:
             paired = None

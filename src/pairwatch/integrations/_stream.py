@@ -225,10 +225,7 @@ class Tap:
                     return
                 # The usual reply: pairing and closing in one step of the channel.
                 payload, text = parse_body(body, self._charset)
-                self._done = True
-                if self._watch is not None:
-                    _WATCHED.pop(id(self._watch), None)
-                    self._watch = None
+                self._stop()
                 self._channel.replied_whole(payload, text, self._read_timeout, "body_end")
                 return
             self._pair(body)
@@ -273,11 +270,15 @@ class Tap:
         size, self._size = self._size, 0
         body_budget().release(size)
 
-    def _finish(self, reason: str) -> None:
+    def _stop(self) -> None:
+        """Nothing more reaches the books, and the caller's response is watched no more."""
         self._done = True
         if self._watch is not None:
             _WATCHED.pop(id(self._watch), None)
             self._watch = None
+
+    def _finish(self, reason: str) -> None:
+        self._stop()
         self._channel.close(reason)
 
     def _fail(self, kind: str, exc: BaseException) -> None:
