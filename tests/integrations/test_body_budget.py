@@ -75,6 +75,33 @@ def test_a_body_past_the_process_budget_closes_as_body_too_large(otel, scripted,
     assert otel.hist("batch.pair_latency")[0] == 2
 
 
+@pytest.mark.parametrize("status", [202, 307])
+def test_a_reply_answered_elsewhere_past_the_budget_is_body_too_large(
+    otel, scripted, small_budget, status
+):
+    """A 202 or a redirect whose body does not fit is judged like any other body that does
+    not fit, whether the client reads it whole or in chunks."""
+    path = f"/elsewhere-too-large-{status}"
+    headers = {"Content-Type": "application/json", "Location": "/elsewhere"}
+    SCRIPTS[path] = (status, headers, [REPLY + b" " * 40], False)
+    client = pairwatch.instrument(
+        httpx.Client(timeout=5),
+        meter_provider=otel.meter_provider,
+        tracer_provider=otel.tracer_provider,
+    )
+    with client:
+        response = client.post(scripted + path, content=REQUEST)
+    assert response.status_code == status
+    assert response.content == REPLY + b" " * 40  # the caller is unaffected
+    assert otel.counters() == {
+        "batch.requests": 2,
+        "batch.closed": 1,
+        "batch.missing_response": 2,
+        "batch.response_count_mismatch": 1,
+    }
+    assert otel.value("batch.missing_response", pairwatch__close_reason="body_too_large") == 2
+
+
 def test_a_tap_dropped_half_read_gives_its_share_back(otel, small_budget):
     channel = open_channel(
         bound=True, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider

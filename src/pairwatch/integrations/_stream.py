@@ -215,13 +215,14 @@ class Tap:
             return
         try:
             if body:
-                if self._elsewhere or len(body) > MAX_BODY or not body_budget().fits(len(body)):
+                too_large = len(body) > MAX_BODY or not body_budget().fits(len(body))
+                if too_large or self._elsewhere:  # as chunk() then end() would
                     if self._read_timeout is not None:
                         self._channel.postpone(self._read_timeout)
-                    if self._elsewhere:
-                        self._pair(body)
-                    else:
+                    if too_large:
                         self._finish("body_too_large")
+                    else:
+                        self._pair(body)
                     return
                 # The usual reply: pairing and closing in one step of the channel.
                 payload, text = parse_body(body, self._charset)
