@@ -216,11 +216,15 @@ class Channel:
                     quick = self._quick
                     if quick is not None and quick.pair(payload, self.options.clock()):
                         return
-            # Only a held [] asks whether the reply is JSON-RPC at all (by structure).
-            shows = wire.is_jsonrpc(raw) if raw is not None and self.ledger.holding else None
-            self.ledger.received(payload, shows)
+            self._to_ledger(payload, raw)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
+
+    def _to_ledger(self, payload: wire.Payload, raw: object, at: float | None = None) -> None:
+        """A reply the quick batch did not take goes to the ledger (received at ``at``)."""
+        # Only a held [] asks whether the reply is JSON-RPC at all (by structure).
+        shows = wire.is_jsonrpc(raw) if raw is not None and self.ledger.holding else None
+        self.ledger.received(payload, shows, at)
 
     def replied_whole(
         self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str

@@ -51,31 +51,31 @@ class ExchangeChannel(Channel):
     ) -> None:
         """:meth:`Channel.replied_whole` in one step, under one lock and at one clock reading,
         when the quick batch pairs the reply; the general path otherwise."""
-        postponed = False
-        if self._quick is not None and self._quick_lock is not None and switch.on:
-            paired = None
-            now = 0.0
-            try:
-                with self._quick_lock:
-                    quick = self._quick
-                    now = self.options.clock()
-                    if quick is not None:
-                        if read_timeout is not None:
-                            quick.postpone(now, read_timeout)
-                            postponed = True
-                        if quick.pair(payload, now):
-                            paired, self._quick, self._closed = quick, None, True
-            except Exception as exc:  # as received_parsed: reported, then closed
-                guard.report("received", exc, self.telemetry.internal_error)
-                self.close(reason)
-                return
+        if self._quick is None or self._quick_lock is None or not switch.on:
+            super().replied_whole(payload, raw, read_timeout, reason)
+            return
+        quick = paired = None
+        now = 0.0
+        try:
+            with self._quick_lock:
+                quick = self._quick
+                now = self.options.clock()
+                if quick is not None:
+                    if read_timeout is not None:
+                        quick.postpone(now, read_timeout)
+                    if quick.pair(payload, now):
+                        paired, self._quick, self._closed = quick, None, True
             if paired is not None:
                 try:
                     self._sink.paired_whole(paired, reason, now)
                 except Exception as exc:
                     guard.report("close", exc, self.telemetry.internal_error)
                 return
-        if read_timeout is not None and not postponed:
-            self.postpone(read_timeout)
-        self.received_parsed(payload, raw)
+            if quick is None:  # taken meanwhile (a sweep replayed it): the general path
+                super().replied_whole(payload, raw, read_timeout, reason)
+                return
+            # Declined (partial, reordered, late...): the ledger judges this very reading.
+            self._to_ledger(payload, raw, now)
+        except Exception as exc:  # as received_parsed: reported, then closed
+            guard.report("received", exc, self.telemetry.internal_error)
         self.close(reason)

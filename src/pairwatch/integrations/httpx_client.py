@@ -69,7 +69,7 @@ def _tees(lib_name: str) -> tuple[type, type]:
 
         def __iter__(self) -> Iterator[bytes]:
             tap = self._pw_tap
-            if tap is None:  # shown whole already: nothing left to tell pairwatch
+            if tap is None:  # the body ended once already: nothing left to tell pairwatch
                 yield from self._pw_inner
                 return
             try:
@@ -104,7 +104,7 @@ def _tees(lib_name: str) -> tuple[type, type]:
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             tap = self._pw_tap
-            if tap is None:  # shown whole already: nothing left to tell pairwatch
+            if tap is None:  # the body ended once already: nothing left to tell pairwatch
                 async for chunk in self._pw_inner:
                     yield chunk
                 return
