@@ -20,7 +20,7 @@ from pairwatch.otel.capture import Capture
 from pairwatch.otel.current import get_current
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
-from pairwatch.otel.spans import SpanAttributes, SpanPolicy
+from pairwatch.otel.span_policy import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger

@@ -15,7 +15,7 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 
-from pairwatch.otel.spans import SpanPolicy
+from pairwatch.otel.span_policy import SpanPolicy
 from pairwatch.pairing.limits import Limits
 from pairwatch.pairing.records import Batch
 

@@ -16,7 +16,7 @@ from typing import Final
 
 from pairwatch.options import Options
 from pairwatch.otel.labels import Labels
-from pairwatch.otel.spans import SpanPolicy
+from pairwatch.otel.span_policy import SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing.limits import Limits
 from pairwatch.sink import Sink, telemetry_for

@@ -17,8 +17,9 @@ from pairwatch import guard
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
+from pairwatch.otel.root_fast import Decided
 from pairwatch.otel.shared import TelemetryCache
-from pairwatch.otel.spans import SpanAttributes, SpanPolicy
+from pairwatch.otel.span_policy import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.quick import QuickBatch
@@ -131,14 +132,41 @@ class Sink:
 
     def paired_whole(self, quick: QuickBatch, reason: str, now: float) -> None:
         """A quick batch that paired whole closes: with nothing that reads a :class:`Batch`
-        (no spans, no ``on_batch_closed`` hook, no captured payloads), its metrics are
-        queued from the quick record itself, without building one."""
-        if self.on_closed is not None or self.capture is not None or self.telemetry.spans:
+        (no ``on_batch_closed`` hook, no captured payloads, no recorded batch span), its
+        metrics are queued from the quick record itself, without building one.
+
+        With spans on, the sampler is asked here rather than in the drain: a batch whose
+        span it drops (most of them under a ratio sampler, all under the no-op tracer)
+        needs nothing more than a batch with spans off.
+        """
+        if self.on_closed is not None or self.capture is not None:
             self.batch_closed(quick.close(reason, now))
             return
+        telemetry = self.telemetry
+        if telemetry.spans:
+            try:
+                decided = telemetry.span_writer.decide(
+                    quick.context, quick.payload.is_batch, self.labels.side == "server"
+                )
+            except Exception as exc:  # a broken sampler costs this batch its spans only
+                guard.report("telemetry", exc, telemetry.internal_error)
+                decided = None
+            if decided is not None:
+                batch = quick.close(reason, now)
+                try:
+                    telemetry.batch_closed(
+                        self.labels,
+                        batch,
+                        self.span_attributes,
+                        self.policy,
+                        decided if isinstance(decided, Decided) else None,  # else LATER
+                    )
+                except Exception as exc:
+                    guard.report("telemetry", exc, telemetry.internal_error)
+                return
         quick.release()
         try:
-            self.telemetry.healthy_closed(
+            telemetry.healthy_closed(
                 self.labels,
                 quick.payload.is_batch,
                 len(quick.keys),
@@ -147,7 +175,7 @@ class Sink:
                 reason,
             )
         except Exception as exc:
-            guard.report("telemetry", exc, self.telemetry.internal_error)
+            guard.report("telemetry", exc, telemetry.internal_error)
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
         try:

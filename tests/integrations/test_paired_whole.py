@@ -1,10 +1,12 @@
 """A batch that pairs whole is recorded from its quick record, with the same numbers.
 
-With spans off and nothing else reading a ``Batch`` (no ``on_batch_closed`` hook, no
-captured payloads), an HTTP exchange that paired whole, in order and in time, queues its
-metrics from the quick record instead of building a ``Batch``.  A hook makes the same
-exchanges take the ``Batch`` path: every exported series must come out identical.  The
-clock steps by a fixed amount per reading, so the latencies are the same in both runs.
+With nothing reading a ``Batch`` (no ``on_batch_closed`` hook, no captured payloads, no
+batch span the sampler records), an HTTP exchange that paired whole, in order and in time,
+queues its metrics from the quick record instead of building a ``Batch``; with spans on, the
+sampler is asked when the exchange closes.  A hook makes the same exchanges take the
+``Batch`` path, decided in the drain: every exported series and span must come out
+identical.  The clock steps by a fixed amount per reading, so the latencies are the same in
+both runs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ import httpx
 import pytest
 from http_drivers import SCRIPTS
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import NoOpTracerProvider
 from otel_support import Otel
 
 import pairwatch
@@ -62,13 +69,15 @@ def _series(otel: Otel) -> dict[tuple[str, tuple[tuple[str, Any], ...]], Any]:
     return found
 
 
-def _run(url: str, hook: Any) -> Otel:
+def _run(url: str, hook: Any, spans: bool = False, tracer_provider: Any = None) -> Otel:
     otel = Otel()
+    if tracer_provider is not None:
+        otel.tracer_provider = tracer_provider
     client = pairwatch.instrument(
         httpx.Client(timeout=5),
         meter_provider=otel.meter_provider,
         tracer_provider=otel.tracer_provider,
-        spans=False,
+        spans=spans,
         clock=StepClock(),
         on_batch_closed=hook,
     )
@@ -99,3 +108,85 @@ def test_quick_records_export_what_batches_export(scripted):
     assert quick.hist("batch.pair_latency") == (16, pytest.approx(16 * 0.002))
     assert quick.hist("batch.pair_latency", rpc__method="b") == (2, pytest.approx(2 * 0.002))
     assert quick.hist("batch.size") == (8, 2 * (1 + 3 + 3 + 2))
+
+
+class BatchesOnly(Sampler):
+    """Records batch spans, drops single-request ones, and counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def should_sample(self, parent: Any, trace_id: int, name: str, *args: Any, **kw: Any):
+        self.asked.append(name)
+        batch = name == "jsonrpc batch"
+        return SamplingResult(Decision.RECORD_AND_SAMPLE if batch else Decision.DROP)
+
+    def get_description(self) -> str:
+        return "batches-only"
+
+
+def _traced(url: str, hook: Any) -> tuple[Otel, BatchesOnly, list[ReadableSpan]]:
+    sampler = BatchesOnly()
+    provider = TracerProvider(sampler=sampler)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    otel = _run(url, hook, spans=True, tracer_provider=provider)
+    pairwatch.flush()
+    return otel, sampler, list(exporter.get_finished_spans())
+
+
+def _shapes(spans: list[ReadableSpan]) -> list[tuple[Any, ...]]:
+    """What an exporter reads of each span, with its parent by name (ids are random) and
+    times from the run's first span (each run converts its clock to wall time once)."""
+    zero = min(s.start_time or 0 for s in spans)
+    names = {s.context.span_id: s.name for s in spans}
+    roots = {s.context.span_id: s.context.trace_id for s in spans if s.parent is None}
+    for s in spans:  # a child is in its batch span's trace
+        if s.parent is not None:
+            assert roots[s.parent.span_id] == s.context.trace_id
+    return sorted(
+        (
+            s.name,
+            s.kind.name,
+            (s.start_time or 0) - zero,
+            (s.end_time or 0) - zero,
+            tuple(sorted((s.attributes or {}).items())),
+            s.status.status_code.name,
+            s.status.description or "",
+            names[s.parent.span_id] if s.parent is not None else "",
+        )
+        for s in spans
+    )
+
+
+def test_the_sampler_asked_at_close_gives_the_spans_of_the_drain(scripted):
+    for path, (_, reply) in EXCHANGES.items():
+        SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [reply], False)
+    closed: list[Any] = []
+    quick, quick_sampler, quick_spans = _traced(scripted, None)
+    batches, batch_sampler, batch_spans = _traced(scripted, closed.append)
+    assert len(closed) == 8
+    # Once per batch on both paths: children follow their batch span, they never ask.
+    assert sorted(quick_sampler.asked) == sorted(batch_sampler.asked)
+    assert quick_sampler.asked.count("jsonrpc batch") == 6
+    assert quick_sampler.asked.count("jsonrpc request") == 2
+    # The two single requests were dropped; each batch span has a child per request id.
+    assert len(quick_spans) == 2 * ((1 + 3) + (1 + 3) + (1 + 2))
+    assert _shapes(quick_spans) == _shapes(batch_spans)
+    assert _series(quick) == _series(batches)
+    assert quick.hist("batch.pair_latency") == (16, pytest.approx(16 * 0.002))
+
+
+def test_the_noop_tracer_records_what_spans_off_record(scripted):
+    for path, (_, reply) in EXCHANGES.items():
+        SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [reply], False)
+    noop = _run(scripted, None, spans=True, tracer_provider=NoOpTracerProvider())
+    off = _run(scripted, None, spans=False)
+    assert _series(noop) == _series(off)
+    assert noop.counters() == {
+        "batch.requests": 18,
+        "batch.closed": 8,
+        "batch.missing_response": 2,
+        "batch.response_count_mismatch": 2,
+    }
+    assert noop.hist("batch.pair_latency") == (16, pytest.approx(16 * 0.002))

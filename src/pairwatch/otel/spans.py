@@ -13,8 +13,8 @@ per batch (abnormal ids first; the rest counted on the batch span), or only abno
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Sequence
+from typing import Final, cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -35,69 +35,23 @@ from pairwatch.otel.names import (
     RPC_SYSTEM_NAME,
     SIDE,
 )
+from pairwatch.otel.span_policy import DEFAULT_POLICY, SpanAttributes, SpanPolicy
 from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
 
 PAIR_LATENCY = "pairwatch.pair_latency"
 
 
-class SpanPolicy:
-    """Which request ids of a batch get a child span.
+class Later:
+    """:meth:`SpanWriter.decide`'s answer when only ``start_span`` can decide (in the drain)."""
 
-    ``max_children`` caps the children of one batch: a 10,000-element batch would otherwise
-    overflow the SDK's default batch processor queue (2,048 spans) and lose spans of other
-    batches too.  Abnormal ids (missing, duplicate, error reply, invalid reply, slower than
-    ``slow_after`` seconds) are kept first; what is left out is counted on the batch span as
-    ``pairwatch.child_spans.omitted``.  ``abnormal_only`` makes children only for abnormal
-    ids: the batch span still carries every count.
-    """
+    __slots__ = ()
 
-    __slots__ = ("abnormal_only", "max_children", "slow_after")
-
-    def __init__(
-        self, max_children: int = 1024, abnormal_only: bool = False, slow_after: float = 1.0
-    ) -> None:
-        self.max_children = max(0, max_children)
-        self.abnormal_only = abnormal_only
-        self.slow_after = slow_after
-
-    def abnormal(self, call: Call) -> bool:
-        if call.outcome == "missing" or call.duplicate or call.invalid:
-            return True
-        if call.error_code is not None:
-            return True
-        latency = call.latency
-        return latency is not None and latency >= self.slow_after
-
-    def takes_all(self, n: int) -> bool:
-        """Every one of ``n`` ids gets a child (no need to look at any of them)."""
-        return not self.abnormal_only and n <= self.max_children
-
-    def choose(self, calls: list[Call]) -> list[Call]:
-        """The calls that get a span, in request order."""
-        if not self.abnormal_only and len(calls) <= self.max_children:
-            return calls
-        abnormal = [c for c in calls if self.abnormal(c)]
-        if self.abnormal_only or len(abnormal) >= self.max_children:
-            return abnormal[: self.max_children]
-        room = self.max_children - len(abnormal)
-        chosen = {c.index for c in abnormal}
-        for c in calls:
-            if room == 0:
-                break
-            if c.index not in chosen:
-                chosen.add(c.index)
-                room -= 1
-        return [c for c in calls if c.index in chosen]
+    def __repr__(self) -> str:
+        return "LATER"
 
 
-DEFAULT_POLICY = SpanPolicy()
-
-SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
-"""A channel's optional hook: extra attributes for one request's span, computed at close.
-
-Integrations know things the wire does not (an MCP tool name, a protocol's own method
-attribute); the hook lets them add those without telemetry knowing any protocol."""
+LATER: Final = Later()
 
 
 class SpanWriter:
@@ -110,6 +64,10 @@ class SpanWriter:
         methods: Callable[[str | None], str] | None = None,
     ) -> None:
         self.tracer = tracer
+        # A tracer from the API's proxy provider (instrumented before the application set
+        # its provider) is swapped for the real tracer once there is one: behind the proxy,
+        # the SDK's tracer is out of sight and every span would take the slow path.
+        self._proxy = type(tracer) is trace.ProxyTracer
         self.on_error = on_error
         # The metric label's limiter: span names and ``rpc.method`` follow the same cap and
         # overflow value, so a hostile server cannot make one span name per request either.
@@ -122,6 +80,39 @@ class SpanWriter:
     def _ns(self, monotonic: float) -> int:
         return round(monotonic * 1e9) + self._epoch_offset_ns
 
+    def _resolve(self) -> None:
+        """Follow the proxy to the provider set since (what the proxy itself would do)."""
+        real = getattr(self.tracer, "_tracer", None)  # the API's proxy property
+        if real is None:
+            self._proxy = False  # another API's proxy: keep it
+        elif type(real) is not trace.NoOpTracer:  # a provider is set: for good
+            self.tracer, self._proxy = real, False
+            self._children = self._root_spans = None
+
+    def _dropped(self) -> bool:
+        """The batch span cannot be recorded: the tracer is the API's no-op one."""
+        if self._proxy:
+            self._resolve()
+            if self._proxy:  # still no provider: the proxy hands out non-recording spans
+                return True
+        return type(self.tracer) is trace.NoOpTracer
+
+    def decide(
+        self, context: object, is_batch: bool, server: bool = False
+    ) -> root_fast.Decided | Later | None:
+        """The batch span's sampling decision, asked at close: None when the span is not
+        recorded (then nothing of the batch is needed for spans), :data:`LATER` when only
+        ``start_span`` in :meth:`write` can tell.  A decision goes to :meth:`write` as is:
+        the sampler is asked once per batch."""
+        if self._dropped():
+            return None
+        roots = self._roots()
+        if roots is None:
+            return LATER
+        parent = context if isinstance(context, Context) else None
+        name = "jsonrpc batch" if is_batch else "jsonrpc request"
+        return roots.decide(parent, name, SpanKind.SERVER if server else SpanKind.CLIENT)
+
     def write(
         self,
         batch: Batch,
@@ -129,22 +120,27 @@ class SpanWriter:
         policy: SpanPolicy = DEFAULT_POLICY,
         *,
         server: bool = False,
+        decided: root_fast.Decided | None = None,
     ) -> Context | None:
         """One span for the batch and a child per chosen request id, with recorded times.
 
         Returns the batch span's context when it is sampled, so that the batch's latencies
         can be recorded in it (exemplars link a histogram bucket to this trace).  ``server``
         marks the books of the server middleware: SERVER spans, so a trace that holds both
-        views of one batch shows which end measured what.
+        views of one batch shows which end measured what.  ``decided``: what
+        :meth:`decide` answered for this batch at close.
         """
+        if decided is None and self._dropped():
+            return None
         kind = SpanKind.SERVER if server else SpanKind.CLIENT
         parent = batch.context if isinstance(batch.context, Context) else None
         name = "jsonrpc batch" if batch.is_batch else "jsonrpc request"
         start_ns = self._ns(batch.sent_at)
-        roots = self._roots()
+        roots = self._roots() if decided is None else self._root_spans
         root: trace.Span | None = None
-        decided: root_fast.Decided | None = None
-        if roots is not None:  # decided by the sampler, built finished (root_fast)
+        if decided is not None:
+            root_context = decided.context
+        elif roots is not None:  # decided by the sampler, built finished (root_fast)
             decided = roots.decide(parent, name, kind)
             if decided is None:
                 return None

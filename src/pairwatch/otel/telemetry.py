@@ -53,8 +53,10 @@ from pairwatch.otel.names import (
     SCOPE,
     SERVER_ADDRESS_CAP,
 )
+from pairwatch.otel.root_fast import Decided
 from pairwatch.otel.sdk_fast import HistogramWriter
-from pairwatch.otel.spans import DEFAULT_POLICY, SpanAttributes, SpanPolicy, SpanWriter
+from pairwatch.otel.span_policy import DEFAULT_POLICY, SpanAttributes, SpanPolicy
+from pairwatch.otel.spans import SpanWriter
 from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing import diagnosis
@@ -145,9 +147,11 @@ class Telemetry(BatchRecords):
         batch: Batch,
         span_attributes: SpanAttributes | None = None,
         policy: SpanPolicy = DEFAULT_POLICY,
+        decided: Decided | None = None,
     ) -> None:
-        """Queue a closed batch's metrics and spans; the caller pays only the append."""
-        deferred.submit(self._batch_closed, labels, batch, span_attributes, policy)
+        """Queue a closed batch's metrics and spans; the caller pays only the append.
+        ``decided``: its batch span's sampling decision, when asked at close."""
+        deferred.submit(self._batch_closed, labels, batch, span_attributes, policy, decided)
 
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         deferred.submit(self._stray, labels, batch, tally)
@@ -192,9 +196,10 @@ class Telemetry(BatchRecords):
         batch: Batch,
         span_attributes: SpanAttributes | None,
         policy: SpanPolicy = DEFAULT_POLICY,
+        decided: Decided | None = None,
     ) -> None:
         try:
-            self._record_batch(labels, batch, span_attributes, policy)
+            self._record_batch(labels, batch, span_attributes, policy, decided)
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
@@ -224,6 +229,7 @@ class Telemetry(BatchRecords):
         batch: Batch,
         span_attributes: SpanAttributes | None,
         policy: SpanPolicy = DEFAULT_POLICY,
+        decided: Decided | None = None,
     ) -> None:
         sums = self._sums
         sums.current += 1
@@ -233,7 +239,7 @@ class Telemetry(BatchRecords):
         if self.spans:
             try:
                 ctx = self.span_writer.write(
-                    batch, span_attributes, policy, server=labels.side == "server"
+                    batch, span_attributes, policy, server=labels.side == "server", decided=decided
                 )
             except Exception as exc:  # a broken tracer or processor costs the spans only
                 guard.report("telemetry", exc, self.internal_error)
