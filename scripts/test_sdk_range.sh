@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The fast paths against the oldest and the newest opentelemetry-sdk that pyproject allows.
 #
-# pairwatch reads SDK internals on two hot paths (otel/sdk_fast.py: histogram aggregations,
-# otel/span_fast.py: finished child spans), and the API's context variable on every tracked
-# call (otel/current.py); each checks the shape it expects and falls back to the public API
+# pairwatch reads SDK internals on three hot paths (otel/sdk_fast.py: histogram aggregations,
+# otel/span_fast.py: finished child spans, otel/sampler_fast.py: the SDK samplers' drops),
+# and the API's context variable on every tracked call (otel/current.py); each checks the shape it expects and falls back to the public API
 # when it does not match.  This builds one venv per end of the range, runs
 # the tests that pin those paths, and prints whether each engaged, so that a new SDK
 # release that moves an internal shows up as "fallback" here instead of silently costing
@@ -45,13 +45,19 @@ print("child span fast path:", "engaged" if span_fast.usable(t.tracer) else "fal
 print("batch span fast path:", "engaged" if root_fast.available() else "fallback")
 from pairwatch.otel import current
 print("current context read:", "directly" if current.reads_directly else "through the API")
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from pairwatch.otel import sampler_fast
+ratio = ParentBased(TraceIdRatioBased(0.01))
+print("ratio sampler's drops:", "decided" if sampler_fast.drops_for(ratio) else "asked")
 PY
   # test_sdk_fast.py pins bit-for-bit equality with one record per value (cumulative and
   # delta, views, exemplars), and that the fast path engaged; test_spans_batch.py that a
   # batch's children are the spans start_span would make, whichever shortcuts this SDK allows;
   # test_root_fast.py that the batch span built finished is the one start_span makes;
-  # test_current_context.py that the context read in one call is the API's own.
+  # test_current_context.py that the context read in one call is the API's own;
+  # test_sampler_fast.py that the drops decided without the sampler are the sampler's own.
   "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_sdk_fast.py \
     tests/perf/test_spans_fast.py tests/perf/test_spans_batch.py tests/perf/test_root_fast.py \
+    tests/perf/test_sampler_fast.py \
     tests/pairing/test_depth_guard.py tests/test_bounds.py tests/test_current_context.py
 done

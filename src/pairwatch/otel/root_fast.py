@@ -33,7 +33,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanContext, SpanKind, Status, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
-from pairwatch.otel import span_fast
+from pairwatch.otel import sampler_fast, span_fast
 
 __all__ = ["Decided", "RootSpans", "available"]
 
@@ -75,11 +75,13 @@ class Decided:
 class RootSpans:
     """Batch spans of one SDK tracer: decided with its sampler, delivered finished."""
 
-    __slots__ = ("_children", "_tracer")
+    __slots__ = ("_children", "_drops", "_tracer")
 
     def __init__(self, tracer: Any, children: span_fast.ChildFactory) -> None:
         self._tracer = tracer
         self._children = children
+        # The SDK's samplers' drops, without the call (a tracer's sampler never changes).
+        self._drops = sampler_fast.drops_for(getattr(tracer, "sampler", None))
 
     def decide(self, parent: Context | None, name: str, kind: SpanKind) -> Decided | None:
         """Ask the sampler as ``start_span`` would; None when the span is not recorded."""
@@ -93,6 +95,9 @@ class RootSpans:
         else:
             parent_span = found
             trace_id = found.trace_id
+        drops = self._drops
+        if drops is not None and drops(parent_span, trace_id):
+            return None  # what the sampler would decide (sampler_fast)
         result = tracer.sampler.should_sample(parent, trace_id, name, kind, None, ())
         decision = result.decision
         if not decision.is_recording():
