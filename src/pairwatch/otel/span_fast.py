@@ -380,9 +380,20 @@ def usable(tracer: trace.Tracer) -> bool:
     processors = getattr(t.span_processor, "_span_processors", None)
     if processors is None:
         return False
+    global _checked_processors, _processors_usable
+    if processors is _checked_processors:  # adding a processor makes a new tuple
+        return _processors_usable
+    usable = True
     for p in processors:
         for hook in ("on_start", "_on_ending"):
             fn = getattr(type(p), hook, None)
             if fn is not None and fn not in _NOOP_HOOKS:
-                return False
-    return True
+                usable = False
+    if type(processors) is tuple:  # never changed in place
+        _checked_processors, _processors_usable = processors, usable
+    return usable
+
+
+# The last processors tuple checked, kept alive so that its identity cannot be reused.
+_checked_processors: object = None
+_processors_usable = False
