@@ -380,9 +380,10 @@ def usable(tracer: trace.Tracer) -> bool:
     processors = getattr(t.span_processor, "_span_processors", None)
     if processors is None:
         return False
-    global _checked_processors, _processors_usable
-    if processors is _checked_processors:  # adding a processor makes a new tuple
-        return _processors_usable
+    global _last_checked
+    checked = _last_checked  # one read: another thread may be replacing it
+    if checked[0] is processors:  # adding a processor makes a new tuple
+        return checked[1]
     usable = True
     for p in processors:
         for hook in ("on_start", "_on_ending"):
@@ -390,10 +391,10 @@ def usable(tracer: trace.Tracer) -> bool:
             if fn is not None and fn not in _NOOP_HOOKS:
                 usable = False
     if type(processors) is tuple:  # never changed in place
-        _checked_processors, _processors_usable = processors, usable
+        _last_checked = (processors, usable)
     return usable
 
 
-# The last processors tuple checked, kept alive so that its identity cannot be reused.
-_checked_processors: object = None
-_processors_usable = False
+# The last processors tuple checked and its answer, one object so that a reader never pairs
+# a tuple with another tuple's answer; holding the tuple keeps its identity from reuse.
+_last_checked: tuple[object, bool] = (None, False)
