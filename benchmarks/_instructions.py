@@ -8,9 +8,10 @@ percent of what pairwatch adds (where garbage collections and socket reads fall)
 is not time (cache misses and the memory behaviour are not in it), but it says how much work
 pairwatch adds to one exchange, and it is the number to compare between two commits.
 
-Counted: metrics only at every batch size, and spans (AlwaysOn, a child span per id) at 100
-requests, each against the bare client.  Each count runs a child process under callgrind
-twice, with ``SHORT`` and ``LONG`` exchanges after the same warm-up;
+Counted: metrics only at every batch size, spans (AlwaysOn, a child span per id) at 100
+requests and the ratio sampler (``sampled``) at 1 request, each against the bare client.
+Each count runs a child process under callgrind twice, with ``SHORT`` and ``LONG`` exchanges
+after the same warm-up;
 ``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up, imports and warm-up
 cancelled out.  Opt in with ``--only instructions`` (a few minutes: every
 child runs about 50 times slower under valgrind); skipped when valgrind is not installed
@@ -31,6 +32,7 @@ from _common import Results, Row, fast_server, flush, server_process
 SECTION = "instructions per exchange (callgrind)"
 SHORT, LONG = 50, 250
 SPAN_SIZES = (100,)  # spans (AlwaysOn, one child per id) are counted at this batch size
+SAMPLED_SIZES = (1,)  # ParentBased(TraceIdRatioBased(0.01)): 99 batches in 100 dropped
 WARM_UP = 100
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
@@ -86,13 +88,22 @@ def run_instructions(results: Results, libraries: tuple[str, ...], sizes: tuple[
                     results.skip(SECTION, f"{lib} {size}-request batch", str(exc)[:200])
                     continue
                 _add(results, lib, size, "metrics", bare, metrics)
-                if size in SPAN_SIZES:  # one child span per id: the spans target's batch size
+                for variant in _more_variants(size):
                     try:
-                        spans = _per_exchange(lib, size, "spans", url, pool)
+                        found = _per_exchange(lib, size, variant, url, pool)
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                        results.skip(SECTION, f"{lib} {size}-request batch, spans", str(exc)[:200])
+                        label = f"{lib} {size}-request batch, {variant}"
+                        results.skip(SECTION, label, str(exc)[:200])
                         continue
-                    _add(results, lib, size, "spans", bare, spans)
+                    _add(results, lib, size, variant, bare, found)
+
+
+def _more_variants(size: int) -> list[str]:
+    """Spans (one child per id) at the spans target's batch size; the ratio sampler where a
+    batch's own cost shows most (a dropped batch's cost is per batch, not per id)."""
+    return (["spans"] if size in SPAN_SIZES else []) + (
+        ["sampled"] if size in SAMPLED_SIZES else []
+    )
 
 
 def _add(results: Results, lib: str, size: int, variant: str, bare: float, found: float) -> None:
