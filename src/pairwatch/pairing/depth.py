@@ -79,7 +79,7 @@ def _depth_bound(data: bytes) -> int:
 
 
 def _unescaped(data: bytes) -> bytes:
-    if b"\\" in data:
+    if data.find(b"\\") >= 0:  # not ``in``, which tries an int first (see wire.parse_healthy)
         return data.replace(b"\\\\", b"").replace(b'\\"', b"")
     return data
 
@@ -87,14 +87,14 @@ def _unescaped(data: bytes) -> bytes:
 def _measure(data: bytes, brackets: bytes) -> int:
     """:func:`_depth_bound` of an unescaped body, given its brackets and quotes."""
     brackets = brackets.replace(b'""', b"")
-    if b'"' in brackets:
+    if brackets.find(b'"') >= 0:
         text = _STRING.sub(b"", data)
         unterminated = text.find(b'"')  # the rest is inside a string the body never ends
         if unterminated >= 0:
             text = text[:unterminated]
         brackets = text.translate(_SQUARE, _DROP)
     depth = 0
-    while b"[]" in brackets:
+    while brackets.find(b"[]") >= 0:
         brackets = brackets.replace(b"[]", b"")
         depth += 1
         if depth > MAX_DEPTH:

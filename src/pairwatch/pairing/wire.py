@@ -131,7 +131,9 @@ def parse_healthy(payload: object, hint: str) -> Payload | None:
     that shape is JSON-RPC by construction.
     """
     if type(payload) is bytes:
-        if b"jsonrpc" not in payload:  # a substring search: other bodies are never decoded
+        # A substring search: other bodies are never decoded.  find, not ``in``: bytes'
+        # ``in`` tries the operand as an int first and formats a TypeError it then drops.
+        if payload.find(b"jsonrpc") < 0:
             return None
     elif type(payload) is not str or "jsonrpc" not in payload:
         return None
