@@ -19,12 +19,16 @@ from pairwatch.otel import zeros
 from pairwatch.otel.labels import Labels, Limiter
 from pairwatch.otel.names import CLOSE_REASON, DIAGNOSIS, REASON, RPC_METHOD
 from pairwatch.otel.sdk_fast import HistogramWriter, runs_of
-from pairwatch.otel.sums import Sums
+from pairwatch.otel.sums import Adding, Observing, Sums
+from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import Batch, Tally
 
 __all__ = ["BatchRecords"]
 
 Attrs = Mapping[str, str]
+
+_HEALTHY = object()
+"""Marks :meth:`BatchRecords._record_healthy`'s keys among the drain's accumulator keys."""
 
 
 class BatchRecords:
@@ -114,12 +118,8 @@ class BatchRecords:
         key = (labels, is_batch, diagnosed, close_reason)
         found = sums.found.get(key)
         if found is None:
-            reason = {DIAGNOSIS: diagnosed, CLOSE_REASON: close_reason}
-            closed_attrs = labels.extra(is_batch, **reason)
-            found = sums.found[key] = (
-                sums.observing(self.size_writer, attrs),
-                sums.adding(self.closed, closed_attrs),
-                sums.adding(self.requests, attrs),
+            found = sums.found[key] = self._common_sums(
+                labels, is_batch, attrs, diagnosed, close_reason
             )
         sizes, closed, requests = found
         runs = sizes[2]
@@ -133,6 +133,65 @@ class BatchRecords:
         if n:
             requests[2] += n
             requests[3].append(current)
+
+    def _common_sums(
+        self, labels: Labels, is_batch: bool, attrs: Attrs, diagnosed: str, close_reason: str
+    ) -> tuple[Observing, Adding, Adding]:
+        """The accumulators of :meth:`_record_common` for one label set and outcome."""
+        sums = self._sums
+        closed_attrs = labels.extra(is_batch, **{DIAGNOSIS: diagnosed, CLOSE_REASON: close_reason})
+        return (
+            sums.observing(self.size_writer, attrs),
+            sums.adding(self.closed, closed_attrs),
+            sums.adding(self.requests, attrs),
+        )
+
+    def _latency_sums(self, labels: Labels, is_batch: bool, method: str | None) -> Observing:
+        """The latency accumulator of one method's ids, recorded with no exemplar context."""
+        attrs = self._method_attrs(labels, is_batch, self.methods(method))
+        return self._sums.observing(self.latency_writer, attrs)
+
+    def _record_healthy(
+        self,
+        labels: Labels,
+        is_batch: bool,
+        n: int,
+        methods: list[str],
+        latency: float,
+        reason: str,
+    ) -> None:
+        """What :meth:`_record_common` and :meth:`_record_one_latency` record for a batch of
+        ``n`` requests that paired whole (diagnosis ``ok``), with its four accumulators
+        found under one key once per drain when the batch has one method (nearly always)."""
+        first = methods[0]
+        if n != 1 and methods.count(first) != n:
+            attrs = labels.by_batch[is_batch]
+            self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
+            self._record_one_latency(labels, is_batch, methods, n, latency, None)
+            return
+        sums = self._sums
+        key = (_HEALTHY, labels, is_batch, reason, first)
+        found = sums.found.get(key)
+        if found is None:
+            attrs = labels.by_batch[is_batch]
+            found = sums.found[key] = (
+                *self._common_sums(labels, is_batch, attrs, diagnosis.OK, reason),
+                self._latency_sums(labels, is_batch, first),
+            )
+        sizes, closed, requests, latencies = found
+        current = sums.current
+        runs = sizes[2]
+        if runs and runs[-1][0] == n:
+            runs[-1] = (n, runs[-1][1] + 1)
+        else:
+            runs.append((n, 1))
+        sizes[3].append(current)
+        closed[2] += 1
+        closed[3].append(current)
+        requests[2] += n
+        requests[3].append(current)
+        latencies[2].append((latency, n))
+        latencies[3].append(current)
 
     def _record_latencies(self, labels: Labels, batch: Batch, ctx: Context | None) -> None:
         """One observation per paired id, grouped per attribute set (see sdk_fast)."""
@@ -176,8 +235,7 @@ class BatchRecords:
             key = (labels, is_batch, first)
             found = sums.found.get(key)
             if found is None:
-                attrs = self._method_attrs(labels, is_batch, self.methods(first))
-                found = sums.found[key] = sums.observing(self.latency_writer, attrs)
+                found = sums.found[key] = self._latency_sums(labels, is_batch, first)
             found[2].append((value, n))
             found[3].append(sums.current)
             return

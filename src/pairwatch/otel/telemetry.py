@@ -59,7 +59,6 @@ from pairwatch.otel.span_policy import DEFAULT_POLICY, SpanAttributes, SpanPolic
 from pairwatch.otel.spans import SpanWriter
 from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
-from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
@@ -184,9 +183,7 @@ class Telemetry(BatchRecords):
             self._sums.current += 1
             if is_batch not in labels.zeroed:
                 self._zeros(zeros.batch_rows(labels, is_batch))
-            attrs = labels.by_batch[is_batch]
-            self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
-            self._record_one_latency(labels, is_batch, methods, n, latency, None)
+            self._record_healthy(labels, is_batch, n, methods, latency, reason)
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
 
