@@ -43,6 +43,7 @@ class BatchRecords:
     size_writer: HistogramWriter
     latency_writer: HistogramWriter
     lateness_writer: HistogramWriter
+    _failed: Callable[[Exception], None]
     closed: metrics.Counter
     requests: metrics.Counter
     missing: metrics.Counter
@@ -163,20 +164,33 @@ class BatchRecords:
         """What :meth:`_record_common` and :meth:`_record_one_latency` record for a batch of
         ``n`` requests that paired whole (diagnosis ``ok``), with its four accumulators
         found under one key once per drain when the batch has one method (nearly always)."""
-        first = methods[0]
-        if n != 1 and methods.count(first) != n:
+        try:
+            sums = self._sums
+            sums.current += 1
+            if is_batch not in labels.zeroed:
+                self._zeros(zeros.batch_rows(labels, is_batch))
+            first = methods[0]
+            if n == 1 or methods.count(first) == n:
+                self._record_healthy_one(labels, is_batch, n, first, latency, reason)
+                return
             attrs = labels.by_batch[is_batch]
             self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
             self._record_one_latency(labels, is_batch, methods, n, latency, None)
-            return
+        except Exception as exc:
+            self._failed(exc)
+
+    def _record_healthy_one(
+        self, labels: Labels, is_batch: bool, n: int, method: str, latency: float, reason: str
+    ) -> None:
+        """:meth:`_record_healthy` of a one-method batch: one key finds its accumulators."""
         sums = self._sums
-        key = (_HEALTHY, labels, is_batch, reason, first)
+        key = (_HEALTHY, labels, is_batch, reason, method)
         found = sums.found.get(key)
         if found is None:
             attrs = labels.by_batch[is_batch]
             found = sums.found[key] = (
                 *self._common_sums(labels, is_batch, attrs, diagnosis.OK, reason),
-                self._latency_sums(labels, is_batch, first),
+                self._latency_sums(labels, is_batch, method),
             )
         sizes, closed, requests, latencies = found
         current = sums.current

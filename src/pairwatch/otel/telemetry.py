@@ -168,24 +168,7 @@ class Telemetry(BatchRecords):
         time, from its values alone: with spans off they are the records every batch makes,
         and only those (diagnosis ``ok``, one ``latency`` for all its ids).  Nothing of the
         exchange's books waits in the queue (plain values are not the collector's work)."""
-        deferred.submit(self._healthy_closed, labels, is_batch, n, methods, latency, reason)
-
-    def _healthy_closed(
-        self,
-        labels: Labels,
-        is_batch: bool,
-        n: int,
-        methods: list[str],
-        latency: float,
-        reason: str,
-    ) -> None:
-        try:
-            self._sums.current += 1
-            if is_batch not in labels.zeroed:
-                self._zeros(zeros.batch_rows(labels, is_batch))
-            self._record_healthy(labels, is_batch, n, methods, latency, reason)
-        except Exception as exc:
-            guard.report("telemetry", exc, self.internal_error)
+        deferred.submit(self._record_healthy, labels, is_batch, n, methods, latency, reason)
 
     def _batch_closed(
         self,
