@@ -102,11 +102,14 @@ class Sink:
             self.telemetry, labels, self.on_closed, self.span_attributes, self.capture, self.policy
         )
 
-    def batch_closed(self, batch: Batch) -> None:
+    def batch_closed(self, batch: Batch, decided: Decided | None = None) -> None:
+        """``decided``: the batch span's sampling decision, when it was asked at close."""
         try:
             if self.capture is not None:
                 self.capture.attach(batch)
-            self.telemetry.batch_closed(self.labels, batch, self.span_attributes, self.policy)
+            self.telemetry.batch_closed(
+                self.labels, batch, self.span_attributes, self.policy, decided
+            )
         except Exception as exc:  # a broken meter, tracer or span processor
             # Caught per batch, so the other batches closed by the same call still report.
             guard.report("telemetry", exc, self.telemetry.internal_error)
@@ -151,18 +154,9 @@ class Sink:
             except Exception as exc:  # a broken sampler costs this batch its spans only
                 guard.report("telemetry", exc, telemetry.internal_error)
                 decided = None
-            if decided is not None:
+            if decided is not None:  # recorded, or LATER: start_span decides in the drain
                 batch = quick.close(reason, now)
-                try:
-                    telemetry.batch_closed(
-                        self.labels,
-                        batch,
-                        self.span_attributes,
-                        self.policy,
-                        decided if isinstance(decided, Decided) else None,  # else LATER
-                    )
-                except Exception as exc:
-                    guard.report("telemetry", exc, telemetry.internal_error)
+                self.batch_closed(batch, decided if isinstance(decided, Decided) else None)
                 return
         quick.release()
         try:
