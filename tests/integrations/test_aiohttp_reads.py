@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import pytest
-from http_drivers import JSON, SCRIPTS, bare, instrumenting
+from http_drivers import HOOKS, JSON, SCRIPTS, bare, instrumenting
 
 REQUEST = json.dumps(
     [{"jsonrpc": "2.0", "id": 1, "method": "a"}, {"jsonrpc": "2.0", "id": 2, "method": "b"}]
@@ -93,3 +94,70 @@ def test_every_way_of_reading_pairs_once(otel, scripted, how, decompress):
     assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 1
     assert otel.value("batch.closed", pairwatch__diagnosis="ok") == 1
     assert otel.hist("batch.pair_latency")[0] == 2
+
+
+# ----------------------------------------------------------------- a body nobody reads
+def _unread(url: str, instrument: Any, end: str, wait: float) -> dict[str, Any]:
+    """Post, read nothing, wait ``wait`` s, then end the response with ``end`` (release or
+    close) while still holding it; the books are read before the response is collected."""
+    seen: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with aiohttp.ClientSession() as session:
+            instrument(session)
+            r = await session.post(url, data=REQUEST, headers=JSON)
+            await asyncio.sleep(wait)
+            result = getattr(r, end)()
+            if asyncio.iscoroutine(result):
+                await result
+            seen["held"] = r  # still referenced: only the release or close can count it
+
+    asyncio.run(run())
+    return seen
+
+
+def _script(path: str, chunks: list[bytes], cut: bool = False, pause: float = 0.0) -> str:
+    SCRIPTS[path] = (200, {"Content-Type": "application/json"}, chunks, cut)
+    if pause:
+        HOOKS[path] = lambda index: time.sleep(pause) if index else None
+    return path
+
+
+@pytest.mark.parametrize("end", ["release", "close"])
+def test_a_body_released_before_its_end_is_dropped_at_once(otel, scripted, end):
+    path = _script(f"/aiohttp-unread-{end}", [REPLY[:10], REPLY[10:]], pause=0.5)
+    seen = _unread(scripted + path, instrumenting(otel), end, 0.05)
+    assert otel.counters() == {
+        "batch.requests": 2, "batch.closed": 1, "batch.missing_response": 2,
+        "batch.response_count_mismatch": 1,
+    }  # fmt: skip
+    assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == 2
+    assert seen["held"].closed
+
+
+@pytest.mark.parametrize("end", ["release", "close"])
+def test_a_body_received_but_never_read_is_dropped(otel, scripted, end):
+    path = _script(f"/aiohttp-received-{end}", [REPLY])
+    seen = _unread(scripted + path, instrumenting(otel), end, 0.2)
+    assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == 2
+    assert otel.value("batch.closed") == 1
+    assert seen["held"].closed
+
+
+@pytest.mark.parametrize("end", ["release", "close"])
+def test_a_connection_lost_before_any_read_is_dropped(otel, scripted, end):
+    """The reader already holds the connection's error when the caller gives up: aiohttp
+    then leaves the reader alone, and pairwatch must still see the end."""
+    path = _script(f"/aiohttp-lost-{end}", [REPLY[:10]], cut=True)
+    seen = _unread(scripted + path, instrumenting(otel), end, 0.2)
+    assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == 2
+    assert otel.value("batch.closed") == 1
+    assert seen["held"].closed
+
+
+def test_an_empty_body_nobody_reads_ends_normally(otel, scripted):
+    SCRIPTS["/aiohttp-empty"] = (200, {"Content-Type": "application/json"}, [], False)
+    seen = _unread(scripted + "/aiohttp-empty", instrumenting(otel), "release", 0.05)
+    assert otel.value("batch.missing_response", pairwatch__close_reason="body_end") == 2
+    assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 1
+    assert seen["held"].closed

@@ -9,14 +9,19 @@ what they return.  The protocol keeps feeding the original reader; pairwatch nev
 
 The tee class is built from StreamReader's own method list (so it follows aiohttp versions)
 and keeps ``isinstance(response.content, StreamReader)`` true for code that checks.
+
+A response released or closed before its body ended cuts the exchange short.  aiohttp tells
+its reader so itself: the first ``release()`` or ``close()`` asks ``content.exception()`` and,
+when the reader has none yet, calls ``content.set_exception()``.  The tee hears both, so the
+exchange ends there (``stream_dropped``, or ``body_end`` for an empty body nobody needed to
+read) with nothing hooked on the response; a response collected without either is caught by
+the tap's weak reference (:meth:`~pairwatch.integrations._stream.Tap.abandon_with`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import types
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +113,27 @@ def tee_class() -> type:
         self._pw_seen(data)
         return data
 
+    def exception(self: Any) -> BaseException | None:
+        found: BaseException | None = self._pw_inner.exception()
+        if found is not None:  # a dead reader: nothing more will be read from it
+            self._pw_ended()
+        return found
+
+    def set_exception(self: Any, *args: Any, **kwargs: Any) -> None:
+        self._pw_ended()
+        self._pw_inner.set_exception(*args, **kwargs)
+
+    def ended(self: Any) -> None:
+        tap: Tap = self._pw_tap
+        try:
+            if not tap.done:
+                if _at_eof(self._pw_inner):
+                    tap.end()
+                else:
+                    tap.dropped()
+        except Exception as exc:  # the caller's release or close must still run
+            guard.report("aiohttp_close", exc, None)
+
     def seen(self: Any, data: bytes) -> None:
         tap: Tap = self._pw_tap
         try:
@@ -125,6 +151,9 @@ def tee_class() -> type:
 
     ns.update(
         read_nowait=read_nowait,
+        exception=exception,
+        set_exception=set_exception,
+        _pw_ended=ended,
         _pw_seen=seen,
         __getattr__=getattr_,
         __aiter__=lambda self: streams.AsyncStreamIterator(self.readline),
@@ -205,11 +234,7 @@ class _Aiohttp(HttpClient):
             status=response.status,
             location=headers.get("Location"),
         )
-        inner = response.content
-        response.content = _tee(inner, tap)
-        for name in ("release", "close"):
-            original = getattr(response, name)
-            setattr(response, name, _closing(original, tap, inner))
+        response.content = _tee(response.content, tap)
         tap.abandon_with(response)
         return tap
 
@@ -234,38 +259,6 @@ def _client_timeout() -> Any:
     from aiohttp import ClientTimeout
 
     return ClientTimeout
-
-
-def _closing(original: Callable[..., Any], tap: Tap, inner: Any) -> Callable[..., Any]:
-    """Releasing or closing a response before its body ended cuts the exchange short; an
-    empty body nobody needed to read ends normally.
-
-    The hook lives on the response, so it holds the response weakly: a bound method would
-    make a cycle (response -> hook -> method -> response) that only the garbage collector
-    frees, with the response's buffers and the exchange's books, about 34 objects per
-    exchange.  Whoever calls the hook normally holds the response; a hook called after the
-    response is gone (its finalizer has released the connection) does nothing.
-    """
-    if isinstance(original, types.MethodType):
-        func, owner = original.__func__, weakref.ref(original.__self__)
-    else:  # an instance attribute someone else put there: keep it as it is
-        func, owner = original, None
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            if not tap.done:
-                if _at_eof(inner):
-                    tap.end()
-                else:
-                    tap.dropped()
-        except Exception as exc:  # the caller's release or close must still run
-            guard.report("aiohttp_close", exc, None)
-        if owner is None:
-            return func(*args, **kwargs)
-        response = owner()
-        return None if response is None else func(response, *args, **kwargs)
-
-    return call
 
 
 def _at_eof(inner: Any) -> bool:
