@@ -39,7 +39,7 @@ from pairwatch.integrations._request import (
     request_payload,
     start_exchange,
 )
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._stream import Tap, whole_reply
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
 
@@ -48,6 +48,7 @@ __all__ = [
     "REDIRECTS",
     "Exchange",
     "HttpClient",
+    "Reply",
     "Request",
     "Streamed",
     "answered_elsewhere",
@@ -58,6 +59,10 @@ __all__ = [
     "start_exchange",
     "sync_send",
 ]
+
+Reply = tuple[str | None, object, object]
+"""A buffered response's Content-Type, status and Location, as :meth:`HttpClient.reply`
+gives them."""
 
 ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_http", default=False)
 """Set while a tracked exchange's wrapped call runs (per thread, per asyncio task).
@@ -111,8 +116,8 @@ class HttpClient:
         say where it goes; None when the library (or this body) offers no such view."""
         return None
 
-    def tap(self, exchange: Exchange, response: Any) -> Tap:
-        """The tap for this response's body, nothing attached (``reads_whole`` only)."""
+    def reply(self, exchange: Exchange, response: Any) -> Reply:
+        """A buffered response's Content-Type, status and Location (``reads_whole`` only)."""
         raise NotImplementedError
 
     def body(self, response: Any) -> bytes:
@@ -223,30 +228,36 @@ def _attach(
         tap.abandon_with(response)  # a stream the caller may drop before its end
 
 
-def _whole_tap(client: HttpClient, exchange: Exchange, response: Any) -> Tap | None:
-    """For a buffered call to a ``reads_whole`` library: the tap the read body goes to."""
-    try:
-        return client.tap(exchange, response)
-    except Exception as exc:
-        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
-        exchange.close("closed")
-        return None
-
-
-def _show_whole(client: HttpClient, tap: Tap | None, response: Any) -> None:
-    """The body the library has read, to the tap in one piece.
+def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
+    """The body the library has read, to the books in one piece.
 
     Why not the tee: the tee's wrappers live on the response and cost a few dozen calls per
     exchange; a body the library keeps whole can be shown once it is read, at the moment the
     tee would have ended, with the same bytes.
     """
-    if tap is None:
-        return
     try:
-        tap.whole(client.body(response))
+        content_type, status, location = client.reply(exchange, response)
+        body = client.body(response)
     except Exception as exc:  # the caller has its body: report, never raise
-        guard.report(client.integration + "_attach", exc, None)
-        tap.dropped("closed")
+        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
+        exchange.close("closed")
+        return
+    whole_reply(
+        exchange.channel, body, content_type,
+        batch_sent=exchange.payload.is_batch,
+        elsewhere=status == 202 or (status in REDIRECTS and bool(location)),
+        read_timeout=exchange.read_timeout,
+    )  # fmt: skip
+
+
+def _whole_failed(client: HttpClient, exchange: Exchange, response: Any) -> None:
+    """The library's read of a buffered body raised: the body was cut short."""
+    try:
+        content_type, status, location = client.reply(exchange, response)
+        exchange.tap(content_type, None, status=status, location=location).dropped()
+    except Exception as exc:  # the library's own exception is what the caller gets
+        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
+        exchange.close("closed")
 
 
 def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
@@ -282,14 +293,12 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
                 client.read(response)
             return response
         if wants_read and client.reads_whole:
-            tap = _whole_tap(client, exchange, response)
             try:
                 client.read(response)
             except BaseException:
-                if tap is not None:
-                    tap.dropped()
+                _whole_failed(client, exchange, response)
                 raise
-            _show_whole(client, tap, response)
+            _whole(client, exchange, response)
             return response
         _attach(client, exchange, response, instance, kwargs, wants_read)
         if wants_read:
@@ -331,14 +340,12 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
                 await client.aread(response)
             return response
         if wants_read and client.reads_whole:
-            tap = _whole_tap(client, exchange, response)
             try:
                 await client.aread(response)
             except BaseException:
-                if tap is not None:
-                    tap.dropped()
+                _whole_failed(client, exchange, response)
                 raise
-            _show_whole(client, tap, response)
+            _whole(client, exchange, response)
             return response
         _attach(client, exchange, response, instance, kwargs, wants_read)
         if wants_read:

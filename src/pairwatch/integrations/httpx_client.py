@@ -33,6 +33,7 @@ from pairwatch.integrations._exchange import (
     REDIRECTS,
     Exchange,
     HttpClient,
+    Reply,
     Request,
     Streamed,
     async_send,
@@ -224,11 +225,13 @@ class _Httpx(HttpClient):
         request.stream = _request_tee(self.integration)(inner, streamed)
         return Request(None, request.url, read_timeout=_read_timeout(request))
 
-    def tap(self, exchange: Exchange, response: Any) -> Tap:
-        """A buffered call: ``read`` decodes the body, and ``content`` is what the tap sees."""
+    def reply(self, exchange: Exchange, response: Any) -> Reply:
+        """A buffered call: ``read`` decodes the body, and ``content`` is what is shown."""
         content_type, _, location = _wanted_headers(response.headers)
-        _remember_redirect(exchange, response)
-        return exchange.tap(content_type, None, status=response.status_code, location=location)
+        status = response.status_code
+        if status in REDIRECTS:
+            _remember_redirect(exchange, response)
+        return content_type, status, location
 
     def body(self, response: Any) -> bytes:
         return response.content  # type: ignore[no-any-return]

@@ -18,7 +18,14 @@ from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
-from pairwatch.integrations._exchange import Exchange, HttpClient, Request, Streamed, sync_send
+from pairwatch.integrations._exchange import (
+    Exchange,
+    HttpClient,
+    Reply,
+    Request,
+    Streamed,
+    sync_send,
+)
 from pairwatch.integrations._patch import Patches, Wrapper
 from pairwatch.integrations._stream import Tap
 from pairwatch.integrations._urllib3 import RawTee
@@ -54,20 +61,24 @@ class _Requests(HttpClient):
 
     reads_whole = True  # a buffered call: ``content`` is read, then shown to the tap whole
 
-    def tap(self, exchange: Exchange, response: Any) -> Tap:
+    def reply(self, exchange: Exchange, response: Any) -> Reply:
         headers = response.headers
-        encoding = headers.get("content-encoding")
+        return headers.get("content-type"), response.status_code, headers.get("location")
+
+    def _tap(self, exchange: Exchange, response: Any) -> Tap:
+        content_type, status, location = self.reply(exchange, response)
+        encoding = response.headers.get("content-encoding")
         return exchange.tap(
-            headers.get("content-type"),
+            content_type,
             encoding,
             decoder=_decoders.for_urllib3(encoding),
-            status=response.status_code,
-            location=headers.get("location"),
+            status=status,
+            location=location,
         )
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
         """A ``stream=True`` call: the caller reads, through the tee."""
-        tap = self.tap(exchange, response)
+        tap = self._tap(exchange, response)
         if getattr(response, "_content", False) is not False:
             # A response hook already read the body into ``content``.
             tap.chunk(self.body(response))
