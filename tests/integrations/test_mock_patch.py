@@ -175,3 +175,23 @@ def test_an_instance_patch_over_pairwatch_is_restored_to_pairwatch(otel, server)
     pairwatch.uninstrument(client)
     assert "send" not in vars(client)
     client.close()
+
+
+def test_an_autospec_class_patch_is_called_as_the_caller_called_it(otel, server):
+    """``patch.object(Class, "send", autospec=True)`` puts a plain function in the class (it
+    carries its mock as ``.mock``): pairwatch calls it untouched, without ``stream=True``,
+    and counts nothing, since nothing reached a wire."""
+    client = pairwatch.instrument(httpx.Client(timeout=5), meter_provider=otel.meter_provider)
+    reply = httpx.Response(200, content=REPLY, headers=JSON)
+    with mock.patch.object(httpx.Client, "send", autospec=True, return_value=reply) as patched:
+        assert client.post(server, content=BATCH).json()[1]["result"] == 1
+    assert len(patched.mock_calls) == 1
+    assert "stream" not in patched.mock_calls[0].kwargs
+    assert otel.value("batch.closed") == 0
+    assert otel.value("batch.requests") == 0
+    Counting.hits = 0
+    assert client.post(server, content=BATCH).status_code == 200
+    assert Counting.hits == 1
+    assert otel.value("batch.closed") == 1
+    pairwatch.uninstrument(client)
+    client.close()
