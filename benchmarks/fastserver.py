@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import threading
 
 
@@ -73,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -8,7 +8,7 @@ source scripts/bootstrap.sh dev
 if [ "${CI:-}" = true ]; then source scripts/bootstrap.sh peers; fi
 echo "== ruff" >&2
 .venv/bin/ruff check .
-echo "== mypy --strict src/" >&2
+echo "== mypy --strict src/ benchmarks/" >&2
 .venv/bin/mypy
 echo "== pytest" >&2
 .venv/bin/python -m pytest "$@"
