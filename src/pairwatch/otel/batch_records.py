@@ -31,6 +31,24 @@ _HEALTHY = object()
 """Marks :meth:`BatchRecords._record_healthy`'s keys among the drain's accumulator keys."""
 
 
+def _feed_common(
+    sizes: Observing, closed: Adding, requests: Adding, size: int, n: int, current: int
+) -> None:
+    """Feed one batch into its ``batch.size``, ``batch.closed`` and ``batch.requests``
+    accumulators: equal sizes in a row become one run."""
+    runs = sizes[2]
+    if runs and runs[-1][0] == size:
+        runs[-1] = (size, runs[-1][1] + 1)
+    else:
+        runs.append((size, 1))
+    sizes[3].append(current)
+    closed[2] += 1
+    closed[3].append(current)
+    if n:
+        requests[2] += n
+        requests[3].append(current)
+
+
 class BatchRecords:
     """The per-batch recorders of :class:`~pairwatch.otel.telemetry.Telemetry`, which sets
     every attribute declared here."""
@@ -123,17 +141,7 @@ class BatchRecords:
                 labels, is_batch, attrs, diagnosed, close_reason
             )
         sizes, closed, requests = found
-        runs = sizes[2]
-        if runs and runs[-1][0] == size:
-            runs[-1] = (size, runs[-1][1] + 1)
-        else:
-            runs.append((size, 1))
-        sizes[3].append(current)
-        closed[2] += 1
-        closed[3].append(current)
-        if n:
-            requests[2] += n
-            requests[3].append(current)
+        _feed_common(sizes, closed, requests, size, n, current)
 
     def _common_sums(
         self, labels: Labels, is_batch: bool, attrs: Attrs, diagnosed: str, close_reason: str
@@ -194,16 +202,7 @@ class BatchRecords:
             )
         sizes, closed, requests, latencies = found
         current = sums.current
-        runs = sizes[2]
-        if runs and runs[-1][0] == n:
-            runs[-1] = (n, runs[-1][1] + 1)
-        else:
-            runs.append((n, 1))
-        sizes[3].append(current)
-        closed[2] += 1
-        closed[3].append(current)
-        requests[2] += n
-        requests[3].append(current)
+        _feed_common(sizes, closed, requests, n, n, current)
         latencies[2].append((latency, n))
         latencies[3].append(current)
 
