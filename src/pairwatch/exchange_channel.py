@@ -16,7 +16,8 @@ from pairwatch import guard, switch
 from pairwatch.channel import Channel
 from pairwatch.options import Options
 from pairwatch.pairing import wire
-from pairwatch.prepared import exchange_parts
+from pairwatch.pairing.quick import QuickBatch
+from pairwatch.prepared import Parts, exchange_parts
 
 __all__ = ["ExchangeChannel"]
 
@@ -39,11 +40,22 @@ class ExchangeChannel(Channel):
                 transport="http", integration=integration, server_address=server_address,
                 bound=True, options=options, quick=True,
             )  # fmt: skip
-        _, telemetry, labels, limits, policy, sink = exchange_parts(
-            options, integration, server_address
-        )
+        return cls.holding(exchange_parts(options, integration, server_address), None)
+
+    @classmethod
+    def holding(
+        cls, parts: Parts, quick: QuickBatch | None, closed: bool = False
+    ) -> ExchangeChannel:
+        """The channel built from ``parts`` with ``quick`` as its first batch, as
+        :meth:`~pairwatch.channel.Channel.sent_parsed` would have left it: for an exchange
+        whose channel is built only once something needs it
+        (:class:`~pairwatch.integrations._request.Exchange`).  ``closed``: its reply
+        paired whole and closed it already."""
+        options, telemetry, labels, limits, policy, sink = parts
         channel = cls.__new__(cls)
         channel._setup(options, telemetry, labels, limits, policy, True, True, None, None, sink)
+        channel._quick = quick
+        channel._closed = closed
         return channel
 
     def replied_whole(
@@ -74,7 +86,17 @@ class ExchangeChannel(Channel):
             if quick is None:  # taken meanwhile (a sweep replayed it): the general path
                 super().replied_whole(payload, raw, read_timeout, reason)
                 return
-            # Declined (partial, reordered, late...): the ledger judges this very reading.
+        except Exception as exc:  # as received_parsed: reported, then closed
+            guard.report("received", exc, self.telemetry.internal_error)
+            self.close(reason)
+            return
+        self.declined(payload, raw, now, reason)
+
+    def declined(self, payload: wire.Payload, raw: object, now: float, reason: str) -> None:
+        """A whole reply the quick batch did not take (partial, reordered, late...): the
+        ledger judges it at the very clock reading the quick batch was asked at, then the
+        exchange closes with ``reason``."""
+        try:
             self._to_ledger(payload, raw, now)
         except Exception as exc:  # as received_parsed: reported, then closed
             guard.report("received", exc, self.telemetry.internal_error)

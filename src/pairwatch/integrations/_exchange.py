@@ -36,10 +36,11 @@ from pairwatch.integrations._request import (
     answered_elsewhere,
     decoded_payload,
     host_of,
+    open_exchange,
     request_payload,
     start_exchange,
 )
-from pairwatch.integrations._stream import Tap, whole_reply
+from pairwatch.integrations._stream import Tap
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
 
@@ -55,6 +56,7 @@ __all__ = [
     "async_send",
     "decoded_payload",
     "host_of",
+    "open_exchange",
     "request_payload",
     "start_exchange",
     "sync_send",
@@ -142,12 +144,12 @@ def _begin(
         host = host_of(request.url)
         timeout = request.read_timeout
         current = get_current()  # read once: the span parent and the propagation
-        channel = start_exchange(
+        exchange = open_exchange(
             payload, options, client.integration, host, request.body, timeout, current
         )
         if options.propagate and request.headers is not None:
             inject_context(request.headers, current)
-        return Exchange(channel, payload, timeout, request.body)
+        return exchange
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
@@ -175,15 +177,14 @@ def _begin_streamed(
 ) -> Streamed | None:
     found: list[Request] = []
 
-    def open_exchange(payload: wire.Payload, body: bytes) -> Exchange:
+    def sent_whole(payload: wire.Payload, body: bytes) -> Exchange:
         request = found[0]
         timeout = request.read_timeout
         host = host_of(request.url)
-        channel = start_exchange(payload, options, client.integration, host, body, timeout)
-        return Exchange(channel, payload, timeout, body)
+        return open_exchange(payload, options, client.integration, host, body, timeout)
 
     try:
-        streamed = Streamed(open_exchange)
+        streamed = Streamed(sent_whole)
         request = client.stream_request(instance, args, kwargs, streamed)
         if request is None:
             return None
@@ -242,12 +243,7 @@ def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
         guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
         exchange.close("closed")
         return
-    whole_reply(
-        exchange.channel, body, content_type,
-        batch_sent=exchange.payload.is_batch,
-        elsewhere=status == 202 or (status in REDIRECTS and bool(location)),
-        read_timeout=exchange.read_timeout,
-    )  # fmt: skip
+    exchange.whole(body, content_type, status == 202 or (status in REDIRECTS and bool(location)))
 
 
 def _whole_failed(client: HttpClient, exchange: Exchange, response: Any) -> None:

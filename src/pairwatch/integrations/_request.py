@@ -8,6 +8,7 @@ says *when* each step runs around a library's send method.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -15,12 +16,16 @@ from urllib.parse import urlsplit
 
 from opentelemetry.context import Context
 
-from pairwatch import guard
+from pairwatch import guard, switch
 from pairwatch.channel import Channel, Options
 from pairwatch.exchange_channel import ExchangeChannel
 from pairwatch.integrations._decoders import Chosen
-from pairwatch.integrations._stream import MAX_BODY, Tap
+from pairwatch.integrations._stream import MAX_BODY, Tap, usual_reply
+from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
+from pairwatch.pairing.limits import process_budget
+from pairwatch.pairing.quick import QuickBatch
+from pairwatch.prepared import Parts, exchange_parts
 
 __all__ = [
     "REDIRECTS",
@@ -30,6 +35,7 @@ __all__ = [
     "answered_elsewhere",
     "decoded_payload",
     "host_of",
+    "open_exchange",
     "request_payload",
     "start_exchange",
 ]
@@ -116,6 +122,45 @@ def start_exchange(
     return channel
 
 
+def open_exchange(
+    payload: wire.Payload,
+    options: Options,
+    integration: str,
+    host: str | None,
+    raw: object = None,
+    read_timeout: float | None = None,
+    current: Context | None = None,
+) -> Exchange:
+    """The exchange :func:`start_exchange` opens, with its channel built only if needed.
+
+    A healthy exchange is decided by its quick batch alone (:mod:`pairwatch.pairing.quick`):
+    the batch is opened here, as :meth:`~pairwatch.channel.Channel.sent_parsed` would open
+    it, and the channel that would hold it waits in :attr:`Exchange.channel` until anything
+    but a reply that pairs whole happens.  Captured payloads, a switched-off pairwatch and a
+    batch the ledger must keep from the start get their channel now, as before.
+    """
+    if options.capture_payloads or not switch.on:
+        channel = start_exchange(payload, options, integration, host, raw, read_timeout, current)
+        return Exchange(channel, payload, read_timeout, raw)
+    parts = exchange_parts(options, integration, host or None)
+    try:
+        ctx = None
+        if parts[1].spans:
+            ctx = get_current() if current is None else current
+        now = options.clock()
+        quick = QuickBatch.open(payload, now, ctx, read_timeout, parts[3], process_budget())
+    except Exception as exc:  # as sent_parsed: reported, and nothing is recorded
+        guard.report("sent", exc, parts[1].internal_error)
+        return Exchange(ExchangeChannel.holding(parts, None), payload, read_timeout, raw)
+    if quick is None:  # the ledger keeps this batch from the start
+        channel = ExchangeChannel.holding(parts, None)
+        channel.sent_parsed(payload, raw, read_timeout, current)
+        return Exchange(channel, payload, read_timeout, raw)
+    exchange = Exchange(None, payload, read_timeout, raw)
+    exchange._parts, exchange._quick = parts, quick
+    return exchange
+
+
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 
 
@@ -145,14 +190,42 @@ class Request:
     added (None where the library keeps none pairwatch may write to)."""
 
 
-@dataclass(slots=True)
 class Exchange:
-    """One tracked HTTP exchange: its bound channel and the payload sent on it."""
+    """One tracked HTTP exchange: the payload sent on it and its bound channel.
 
-    channel: Channel
-    payload: wire.Payload
-    read_timeout: float | None = None
-    raw: object = None
+    Why the channel may be missing: almost every exchange is healthy, and its quick batch
+    alone decides it.  An exchange from :func:`open_exchange` holds that batch and the
+    parts its channel is built from; :attr:`channel` builds the channel, holding the batch
+    as :meth:`~pairwatch.channel.Channel.sent_parsed` leaves it, the first time anything
+    but a reply that pairs whole (:meth:`replied_whole`) happens.  One caller drives an
+    exchange, and nothing else can reach a channel not yet built, so no lock is needed.
+    """
+
+    __slots__ = ("_channel", "_parts", "_quick", "payload", "raw", "read_timeout")
+
+    def __init__(
+        self,
+        channel: Channel | None,
+        payload: wire.Payload,
+        read_timeout: float | None = None,
+        raw: object = None,
+    ) -> None:
+        self._channel = channel
+        self.payload = payload
+        self.read_timeout = read_timeout
+        self.raw = raw
+        self._parts: Parts | None = None
+        self._quick: QuickBatch | None = None
+
+    @property
+    def channel(self) -> Channel:
+        channel = self._channel
+        if channel is None:
+            assert self._parts is not None
+            quick, self._quick = self._quick, None
+            # No quick batch left: its reply paired whole and closed the exchange.
+            channel = self._channel = ExchangeChannel.holding(self._parts, quick, quick is None)
+        return channel
 
     def tap(
         self,
@@ -177,6 +250,59 @@ class Exchange:
             elsewhere=answered_elsewhere(status, location),
             read_timeout=self.read_timeout,
         )
+
+    def whole(self, body: bytes, content_type: str | None, elsewhere: bool) -> None:
+        """A buffered response's whole body, read and decoded by the client that keeps it:
+        the usual reply (:func:`~pairwatch.integrations._stream.usual_reply`) goes to the
+        books straight away, anything else to a tap shown :meth:`Tap.whole`."""
+        try:
+            usual = usual_reply(body, content_type, elsewhere)
+            if usual is None:
+                tap = Tap(
+                    self.channel, content_type, batch_sent=self.payload.is_batch,
+                    elsewhere=elsewhere, read_timeout=self.read_timeout,
+                )  # fmt: skip
+                tap.whole(body)
+                return
+            read_timeout = self.read_timeout
+            if read_timeout is not None and not math.isfinite(read_timeout):
+                read_timeout = None  # waits forever: nothing to postpone by
+            self.replied_whole(usual[0], usual[1], read_timeout, "body_end")
+        except Exception as exc:
+            channel = self.channel
+            guard.report("tap_end", exc, getattr(channel.telemetry, "internal_error", None))
+            guard.shielded("tap_close", channel.close, "closed")
+
+    def replied_whole(
+        self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str
+    ) -> None:
+        """:meth:`ExchangeChannel.replied_whole` for an exchange whose channel is not built:
+        a reply that pairs whole closes it through the shared sink; anything else builds the
+        channel, which judges the reply at the same clock reading."""
+        quick = self._quick
+        parts = self._parts
+        if quick is None or parts is None or not switch.on:
+            self.channel.replied_whole(payload, raw, read_timeout, reason)
+            return
+        try:
+            now = parts[0].clock()
+            if read_timeout is not None:
+                quick.postpone(now, read_timeout)
+            paired = quick.pair(payload, now)
+        except Exception as exc:  # as ExchangeChannel.replied_whole: reported, then closed
+            guard.report("received", exc, parts[1].internal_error)
+            self.channel.close(reason)
+            return
+        if not paired:
+            channel = self.channel
+            assert isinstance(channel, ExchangeChannel)
+            channel.declined(payload, raw, now, reason)
+            return
+        self._quick = None
+        try:
+            parts[5].paired_whole(quick, reason, now)
+        except Exception as exc:
+            guard.report("close", exc, parts[1].internal_error)
 
     def close(self, reason: str) -> None:
         guard.shielded("close_" + reason, self.channel.close, reason)

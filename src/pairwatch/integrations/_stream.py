@@ -21,7 +21,7 @@ from pairwatch.integrations._sse import SseParser
 from pairwatch.pairing import wire
 from pairwatch.sweeper import SWEEPER
 
-__all__ = ["MAX_BODY", "Tap", "whole_reply"]
+__all__ = ["MAX_BODY", "Tap", "usual_reply"]
 
 
 _CONTENT_TYPES: dict[str | None, tuple[str | None, bool]] = {}
@@ -289,51 +289,32 @@ class Tap:
         guard.shielded("tap_close", self._channel.close, "closed")
 
 
-def whole_reply(
-    channel: Channel,
-    body: bytes,
-    content_type: str | None,
-    *,
-    batch_sent: bool,
-    elsewhere: bool,
-    read_timeout: float | None,
-) -> None:
-    """A buffered response's whole body, read and decoded by the client that keeps it:
-    what a :class:`Tap` shown :meth:`Tap.whole` does, without building one for the usual
-    reply (a JSON body of a known content type, within the budget, answered here).
+def usual_reply(
+    body: bytes, content_type: str | None, elsewhere: bool
+) -> tuple[wire.Payload, object] | None:
+    """A buffered response's whole body, parsed, when it is the usual reply: a JSON body of
+    a known content type, within the budget, answered here.  None for anything else (an
+    event stream, a redirect or 202, an empty or too large body, a content type not seen
+    before), which a :class:`Tap` shown :meth:`Tap.whole` judges as it always did.
 
     Why: the tap exists to follow a body read piece by piece; a body already whole needs
     none of its state, and building it cost a dozen calls on every buffered exchange.
-    Anything else (an event stream, a redirect or 202, an empty or too large body, a
-    content type not seen before) goes to a tap, which decides as it always did.
     """
     try:
-        try:
-            found = _CONTENT_TYPES.get(content_type)
-        except TypeError:
-            found = None
-        size = len(body)
-        if (
-            found is None
-            or found[1]
-            or elsewhere
-            or not size
-            or size > MAX_BODY
-            or not body_budget().fits(size)
-        ):
-            tap = Tap(
-                channel, content_type, batch_sent=batch_sent, elsewhere=elsewhere,
-                read_timeout=read_timeout,
-            )  # fmt: skip
-            tap.whole(body)
-            return
-        if read_timeout is not None and not math.isfinite(read_timeout):
-            read_timeout = None  # waits forever: nothing to postpone by
-        payload, text = parse_body(body, found[0])
-        channel.replied_whole(payload, text, read_timeout, "body_end")
-    except Exception as exc:
-        guard.report("tap_end", exc, getattr(channel.telemetry, "internal_error", None))
-        guard.shielded("tap_close", channel.close, "closed")
+        found = _CONTENT_TYPES.get(content_type)
+    except TypeError:
+        return None
+    size = len(body)
+    if (
+        found is None
+        or found[1]
+        or elsewhere
+        or not size
+        or size > MAX_BODY
+        or not body_budget().fits(size)
+    ):
+        return None
+    return parse_body(body, found[0])
 
 
 _WATCHED: dict[int, weakref.ref[Any]] = {}

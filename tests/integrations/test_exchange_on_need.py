@@ -1,0 +1,192 @@
+"""An HTTP exchange builds its channel only when something needs it: the same numbers.
+
+The HTTP integrations open each exchange with ``open_exchange``, which keeps the quick batch
+and builds the bound channel only when anything but a reply that pairs whole happens (a
+send that fails, a reply the quick batch declines, a redirect, a 202, an event stream).
+Each scenario drives the same calls, at the same fake-clock times, through that exchange and
+through one whose channel is built at once, as ``start_exchange`` opens it: every closed
+batch handed to ``on_batch_closed``, every exported point and every span must be identical.
+Three option sets: spans off without a hook (the sink queues the metrics from the quick
+record), spans on, and a hook (which takes the ``Batch`` path).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from otel_support import FakeClock, Otel
+
+import pairwatch
+from pairwatch.integrations._request import Exchange, open_exchange, start_exchange
+from pairwatch.options import Options
+from pairwatch.pairing import wire
+from pairwatch.pairing.limits import process_budget
+
+
+def _requests(*ids: Any, batch: bool = True) -> bytes:
+    elements = [{"jsonrpc": "2.0", "id": i, "method": "eth_call"} for i in ids]
+    return json.dumps(elements if batch else elements[0]).encode()
+
+
+def _results(*ids: Any, batch: bool = True) -> bytes:
+    elements = [{"jsonrpc": "2.0", "id": i, "result": "0x7"} for i in ids]
+    return json.dumps(elements if batch else elements[0]).encode()
+
+
+JSON = "application/json"
+Step = tuple[Any, ...]
+# ("whole", body, content type, elsewhere), ("close", reason), ("tick", seconds),
+# ("tap_dropped", content type): a tap that sees the body cut short.
+SCENARIOS: dict[str, tuple[bytes, float | None, list[Step]]] = {
+    "healthy_batch": (_requests(1, 2, 3), 5.0, [("tick", 0.01), ("whole", _results(1, 2, 3))]),
+    "healthy_single": (_requests(7, batch=False), None,
+                       [("tick", 0.2), ("whole", _results(7, batch=False))]),
+    "read_timeout_forever": (_requests(1), float("inf"), [("tick", 0.2), ("whole", _results(1))]),
+    "postponed_by_the_read": (_requests(1, 2), 1.0, [("tick", 3.0), ("whole", _results(1, 2))]),
+    "reordered": (_requests(1, 2, 3), 5.0, [("tick", 0.01), ("whole", _results(3, 1, 2))]),
+    "dropped": (_requests(1, 2, 3), 5.0, [("tick", 0.01), ("whole", _results(1, 3))]),
+    "unknown_id": (_requests(1, 2), 5.0, [("whole", _results(1, 9))]),
+    "error_reply": (_requests(1, 2), 5.0, [("whole", json.dumps([
+        {"jsonrpc": "2.0", "id": 1, "result": 1},
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "no"}}]).encode())]),
+    "unparseable": (_requests(1), 5.0, [("whole", b"<html>", "text/html")]),
+    "empty_body": (_requests(1), 5.0, [("whole", b"")]),
+    "event_stream": (_requests(1), 5.0, [("whole", b'data: {"jsonrpc":"2.0","id":1,"result":1}\n\n',
+                                          "text/event-stream")]),
+    "answered_elsewhere": (_requests(1, 2), 5.0, [("whole", b"", None, True)]),
+    "send_failed": (_requests(1, 2), 5.0, [("tick", 0.3), ("close", "send_failed")]),
+    "read_cut_short": (_requests(1, 2), 5.0, [("tick", 0.3), ("tap_dropped", JSON)]),
+    "closed_twice": (_requests(1), 5.0, [("whole", _results(1)), ("close", "closed")]),
+    "repeated_ids": (_requests(1, 1), 5.0, [("whole", _results(1, 1))]),
+    "over_the_cap": (_requests(*range(6)), 5.0, [("whole", _results(*range(6)))]),
+}  # fmt: skip
+
+
+OPTION_SETS = {
+    "spans_off": {"spans": False, "hook": False},
+    "spans_on": {"spans": True, "hook": False},
+    "hook": {"spans": True, "hook": True},
+}
+
+
+def _run(name: str, option_set: str, on_need: bool) -> tuple[list[dict[str, Any]], Otel]:
+    body, read_timeout, steps = SCENARIOS[name]
+    otel, clock = Otel(), FakeClock()
+    closed: list[dict[str, Any]] = []
+    settings = OPTION_SETS[option_set]
+    options = Options(
+        meter_provider=otel.meter_provider,
+        tracer_provider=otel.tracer_provider,
+        clock=clock,
+        max_pending_ids=4,
+        spans=settings["spans"],
+        on_batch_closed=(lambda b: closed.append(_fields(b))) if settings["hook"] else None,
+    )
+    payload = wire.parse(body, wire.Kind.REQUEST)
+    if on_need:
+        exchange = open_exchange(payload, options, "httpx", "h", body, read_timeout)
+    else:
+        channel = start_exchange(payload, options, "httpx", "h", body, read_timeout)
+        exchange = Exchange(channel, payload, read_timeout, body)
+    for step in steps:
+        op, *args = step
+        if op == "tick":
+            clock.advance(args[0])
+        elif op == "whole":
+            content_type = args[1] if len(args) > 1 else JSON
+            exchange.whole(args[0], content_type, len(args) > 2 and args[2])
+        elif op == "close":
+            exchange.close(args[0])
+        elif op == "tap_dropped":
+            exchange.tap(args[0], None).dropped()
+    pairwatch.flush()
+    return closed, otel
+
+
+def _fields(batch: Any) -> dict[str, Any]:
+    names = (
+        "size", "keys", "received", "sent_at", "deadline", "closed_at", "close_reason",
+        "diagnosis", "paired", "missing", "unknown", "out_of_order", "evicted_from",
+    )  # fmt: skip
+    return {name: getattr(batch, name) for name in names}
+
+
+def _points(otel: Otel) -> list[tuple[str, list[tuple[str, Any]], Any]]:
+    out = []
+    for name, attrs, point in otel.collect():
+        value = getattr(point, "value", None)
+        if value is None:
+            value = (point.count, round(point.sum, 9), tuple(point.bucket_counts))
+        out.append((name, sorted(attrs.items()), value))
+    return sorted(out, key=repr)
+
+
+def _spans(otel: Otel) -> list[tuple[Any, ...]]:
+    spans = otel.spans()
+    zero = min((s.start_time or 0 for s in spans), default=0)
+    return sorted(
+        (
+            s.name,
+            (s.start_time or 0) - zero,
+            (s.end_time or 0) - zero,
+            sorted((s.attributes or {}).items()),
+            s.status.status_code,
+        )
+        for s in spans
+    )
+
+
+@pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_channel_built_on_need_counts_what_one_built_at_once_counts(name, option_set):
+    held = process_budget().used  # what other tests' open channels still hold
+    lazy_batches, lazy = _run(name, option_set, on_need=True)
+    eager_batches, eager = _run(name, option_set, on_need=False)
+    assert lazy_batches == eager_batches
+    assert _points(lazy) == _points(eager)
+    assert _spans(lazy) == _spans(eager)
+    assert process_budget().used == held  # every id given back on both paths
+
+
+@pytest.mark.parametrize(
+    ("name", "closed", "missing", "diagnosis"),
+    [
+        ("healthy_batch", 1, 0, "ok"),
+        ("postponed_by_the_read", 1, 0, "ok"),
+        ("dropped", 1, 1, "responses_missing"),
+        ("send_failed", 1, 2, "responses_missing"),
+        ("closed_twice", 1, 0, "ok"),
+        ("answered_elsewhere", 0, 0, None),
+    ],
+)
+def test_exact_numbers_on_need(name, closed, missing, diagnosis):
+    _, otel = _run(name, "spans_off", on_need=True)
+    assert otel.value("batch.closed") == closed
+    assert otel.value("batch.missing_response") == missing
+    if diagnosis is not None:
+        assert otel.value("batch.closed", pairwatch__diagnosis=diagnosis) == 1
+
+
+def test_a_healthy_exchange_builds_no_channel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of building on need (its cost is in benchmarks/run.py): a spy counts the
+    channels built, which only the exchanges that leave the healthy path need."""
+    from pairwatch import exchange_channel
+
+    built: list[object] = []
+    holding = exchange_channel.ExchangeChannel.holding.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        channel = holding(cls, *args, **kwargs)
+        built.append(channel)
+        return channel
+
+    monkeypatch.setattr(exchange_channel.ExchangeChannel, "holding", classmethod(spy))
+    for name in ("healthy_batch", "healthy_single", "read_timeout_forever"):
+        _run(name, "spans_off", on_need=True)
+        _run(name, "spans_on", on_need=True)
+    assert built == []
+    _run("reordered", "spans_off", on_need=True)
+    _run("send_failed", "spans_off", on_need=True)
+    assert len(built) == 2
