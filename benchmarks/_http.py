@@ -127,7 +127,36 @@ def aiohttp_variants(url: str, payload: bytes) -> dict[str, Callable[[int], obje
     return {name: make(s) for name, s in _settings().items()}
 
 
-LIBRARIES = {"httpx": httpx_variants, "requests": requests_variants, "aiohttp": aiohttp_variants}
+def httpx_mock_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:
+    """httpx on a mock transport: no socket and no server process, so that an instruction
+    count of one exchange is nearly all client and pairwatch (over loopback, where socket
+    reads and collections fall moves a count by up to 15% of what pairwatch adds)."""
+    import httpx
+
+    ids = [element["id"] for element in json.loads(payload)]
+    reply = json.dumps([{"jsonrpc": "2.0", "id": i, "result": [i]} for i in ids]).encode()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=reply, headers=HEADERS)
+
+    def make(settings: dict[str, Any]) -> Callable[[int], object]:
+        client = _instrumented(httpx.Client(transport=httpx.MockTransport(answer)), settings)
+
+        def run(n: int) -> None:
+            for _ in range(n):
+                _ = client.post(url, content=payload, headers=HEADERS).json()
+
+        return run
+
+    return {name: make(s) for name, s in _settings().items()}
+
+
+LIBRARIES = {
+    "httpx": httpx_variants,
+    "requests": requests_variants,
+    "aiohttp": aiohttp_variants,
+    "httpx-mock": httpx_mock_variants,  # instruction counts only (benchmarks/_instructions.py)
+}
 
 
 def run_http(

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if "instructions" in only:
         from _instructions import run_instructions
 
-        run_instructions(results, ("httpx", "requests", "aiohttp"), (1, 100))
+        run_instructions(results, ("httpx-mock", "httpx", "requests", "aiohttp"), (1, 100))
 
     if not args.markdown:
         print(
