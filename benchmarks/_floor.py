@@ -3,8 +3,8 @@
 Why: on a loopback server the round trip is a few hundred microseconds, so a ratio target
 of 1.10 leaves pairwatch tens of microseconds per exchange, some of which the integration
 spends reading the library's objects.  This section takes HTTP and the integration away:
-the exact calls an HTTP integration makes for one exchange (classify the request, open a
-bound channel, ``received``, ``close``, deferred telemetry flushed in the block), against what a
+the exact calls an HTTP integration makes for one buffered exchange (classify the request,
+open the exchange, show it the whole reply, deferred telemetry flushed in the block), against what a
 client does anyway with the same reply, ``json.loads`` (what ``.json()`` costs).  The
 ratio says how many client decodes pairwatch's books cost; the µs are what any
 integration adds on top of its own wrapper.
@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from pairwatch.channel import Options
-from pairwatch.integrations._request import request_payload, start_exchange
+from pairwatch.integrations._request import open_exchange, request_payload
 from pairwatch.pairing import wire
 
 
@@ -45,13 +45,13 @@ def run_floor(results: Results, sizes: tuple[int, ...], repeats: int, per_block:
 
         def books(k: int, sent_b: bytes = sent_b, reply_b: bytes = reply_b) -> None:
             for _ in range(k):
-                # As the HTTP integrations open an exchange: the request classified by its
-                # one typed decode, a bound channel with quick books (pairing.quick).
+                # As the HTTP integrations run a buffered exchange: the request classified by
+                # its one typed decode, quick books (pairing.quick) and no channel unless
+                # needed, then the whole reply as httpx and requests show it.
                 payload = request_payload(sent_b)
                 assert payload is not None
-                channel = start_exchange(payload, options, "bench", "127.0.0.1:8545", sent_b)
-                channel.received(reply_b)
-                channel.close("body_end")
+                exchange = open_exchange(payload, options, "bench", "127.0.0.1:8545", sent_b)
+                exchange.whole(reply_b, "application/json", False)
 
         def parse(k: int, reply_b: bytes = reply_b) -> None:
             for _ in range(k):
