@@ -103,3 +103,29 @@ class Otel:
             if not isinstance(p, HistogramDataPoint):
                 out[n] = out.get(n, 0) + p.value
         return out if zeros else {n: v for n, v in out.items() if v}
+
+    def points(self) -> list[tuple[str, list[tuple[str, Any]], Any]]:
+        """Every exported point, sorted: for comparing two runs' whole books at once."""
+        out = []
+        for name, attrs, point in self.collect():
+            value = getattr(point, "value", None)
+            if value is None:
+                value = (point.count, point.sum, tuple(point.bucket_counts))
+            out.append((name, sorted(attrs.items()), value))
+        return sorted(out, key=repr)
+
+    def span_shapes(self) -> list[tuple[Any, ...]]:
+        """Spans as an exporter reads them, with times relative to the first start (the
+        clock-to-wall offset is taken when spans are written, so two runs differ in it)."""
+        spans = self.spans()
+        zero = min((s.start_time or 0 for s in spans), default=0)
+        return sorted(
+            (
+                s.name,
+                (s.start_time or 0) - zero,
+                (s.end_time or 0) - zero,
+                sorted((s.attributes or {}).items()),
+                s.status.status_code,
+            )
+            for s in spans
+        )

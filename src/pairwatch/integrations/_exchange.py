@@ -38,7 +38,6 @@ from pairwatch.integrations._request import (
     host_of,
     open_exchange,
     request_payload,
-    start_exchange,
 )
 from pairwatch.integrations._stream import Tap
 from pairwatch.otel.current import get_current
@@ -58,7 +57,6 @@ __all__ = [
     "host_of",
     "open_exchange",
     "request_payload",
-    "start_exchange",
     "sync_send",
 ]
 

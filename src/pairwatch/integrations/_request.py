@@ -37,7 +37,6 @@ __all__ = [
     "host_of",
     "open_exchange",
     "request_payload",
-    "start_exchange",
 ]
 
 
@@ -100,28 +99,6 @@ def decoded_payload(value: object) -> wire.Payload | None:
     return parsed if parsed.messages or parsed.empty_batch else None
 
 
-def start_exchange(
-    payload: wire.Payload,
-    options: Options,
-    integration: str,
-    host: str | None,
-    raw: object = None,
-    read_timeout: float | None = None,
-    current: Context | None = None,
-) -> Channel:
-    """Open the bound channel of one HTTP exchange and record what is being sent (``raw``,
-    the body as sent, is read only when payload capture is on).
-
-    ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
-    waits that long instead of :attr:`Options.timeout`, so a long call the client still
-    awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
-    the caller's OpenTelemetry context, when the integration has already read it.
-    """
-    channel = ExchangeChannel.exchange(options, integration, host or None)
-    channel.sent_parsed(payload, raw, read_timeout, current)
-    return channel
-
-
 def open_exchange(
     payload: wire.Payload,
     options: Options,
@@ -131,16 +108,23 @@ def open_exchange(
     read_timeout: float | None = None,
     current: Context | None = None,
 ) -> Exchange:
-    """The exchange :func:`start_exchange` opens, with its channel built only if needed.
+    """Open one HTTP exchange and record what is being sent (``raw``, the body as sent, is
+    read only when payload capture is on).
+
+    ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
+    waits that long instead of :attr:`Options.timeout`, so a long call the client still
+    awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
+    the caller's OpenTelemetry context, when the integration has already read it.
 
     A healthy exchange is decided by its quick batch alone (:mod:`pairwatch.pairing.quick`):
     the batch is opened here, as :meth:`~pairwatch.channel.Channel.sent_parsed` would open
-    it, and the channel that would hold it waits in :attr:`Exchange.channel` until anything
-    but a reply that pairs whole happens.  Captured payloads, a switched-off pairwatch and a
-    batch the ledger must keep from the start get their channel now, as before.
+    it, and the bound channel that would hold it waits in :attr:`Exchange.channel` until
+    anything but a reply that pairs whole happens.  Captured payloads, a switched-off
+    pairwatch and a batch the ledger must keep from the start get their channel at once.
     """
     if options.capture_payloads or not switch.on:
-        channel = start_exchange(payload, options, integration, host, raw, read_timeout, current)
+        channel = ExchangeChannel.exchange(options, integration, host or None)
+        channel.sent_parsed(payload, raw, read_timeout, current)
         return Exchange(channel, payload, read_timeout, raw)
     parts = exchange_parts(options, integration, host or None)
     try:
