@@ -2,10 +2,12 @@
 
 Every HTTP integration runs the same steps around its library's send method: pass through
 when an outer wrapper already tracks this exchange; find the request body and sniff it; open
-one *bound* channel and record what is sent; call the library, marked as tracked; close the
-exchange as ``send_failed`` if that raises (re-raising the library's own exception); put a
-tap on the response body before the caller reads it; and, for a buffered call that was sent
-as a stream so that the body could be tapped, read the body exactly as the library would.
+the exchange and record what is sent (its *bound* channel is built only when something
+needs it, see :class:`Exchange`); call the library, marked as tracked; close the exchange as
+``send_failed`` if that raises (re-raising the library's own exception); put a tap on the
+response body before the caller reads it; and, for a buffered call that was sent as a
+stream so that the body could be tapped, read the body exactly as the library would, then
+show it whole (:meth:`Exchange.whole`).
 A request body the library sends as a stream is seen as it goes out (:class:`Streamed`):
 the exchange opens once it has been sent whole and turned out to be JSON-RPC.
 
