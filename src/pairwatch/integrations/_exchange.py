@@ -243,7 +243,7 @@ def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
         guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
         exchange.close("closed")
         return
-    exchange.whole(body, content_type, status == 202 or (status in REDIRECTS and bool(location)))
+    exchange.whole(body, content_type, answered_elsewhere(status, location))
 
 
 def _whole_failed(client: HttpClient, exchange: Exchange, response: Any) -> None:
