@@ -18,10 +18,10 @@ from pairwatch.channel import Channel
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._body import MAX_BODY, body_budget, charset_of, parse_body
 from pairwatch.integrations._sse import SseParser
+from pairwatch.integrations._watch import adopt, unwatch, watch_response
 from pairwatch.pairing import wire
-from pairwatch.sweeper import SWEEPER
 
-__all__ = ["MAX_BODY", "Tap", "usual_reply"]
+__all__ = ["MAX_BODY", "Tap", "usual_reply", "usual_type"]
 
 
 _CONTENT_TYPES: dict[str | None, tuple[str | None, bool]] = {}
@@ -122,13 +122,19 @@ class Tap:
         """Close as ``stream_dropped`` if ``owner`` (the caller's response) is collected
         before its body ended, and let the sweeper apply the timeout meanwhile."""
         try:
-            # A plain weak reference with a callback, kept alive by _WATCHED until the body
-            # ends: a third of the cost of weakref.finalize, paid on every aiohttp exchange.
-            self._watch = watch = weakref.ref(owner, _Abandoned(self))
-            _WATCHED[id(watch)] = watch
-            SWEEPER.ensure_running()  # it sweeps the channels of _WATCHED (see _held_open)
+            self._watch = watch_response(owner, self)
         except Exception as exc:
             self._fail("tap_watch", exc)
+
+    def adopt_watch(self, watch: weakref.ref[Any]) -> None:
+        """Take over a watch :func:`watch_response` set up for a stand-in of this tap (the
+        :class:`~pairwatch.integrations._tap_on_need.TapOnNeed` that built it)."""
+        adopt(watch, self)
+        self._watch = watch
+
+    def held_channel(self) -> Channel | None:
+        """The channel the sweeper expires while the caller holds this body open."""
+        return self._channel
 
     def chunk(self, data: bytes | bytearray | memoryview) -> None:
         self._feed(data, None)
@@ -275,18 +281,32 @@ class Tap:
         """Nothing more reaches the books, and the caller's response is watched no more."""
         self._done = True
         if self._watch is not None:
-            _WATCHED.pop(id(self._watch), None)
+            unwatch(self._watch)
             self._watch = None
 
     def _finish(self, reason: str) -> None:
         self._stop()
         self._channel.close(reason)
 
+    def fail(self, kind: str, exc: BaseException) -> None:
+        """Report ``exc`` and close the exchange: nothing more reaches the books."""
+        self._fail(kind, exc)
+
     def _fail(self, kind: str, exc: BaseException) -> None:
         self._done = True
         guard.shielded("tap_release", self._release)
         guard.report(kind, exc, getattr(self._channel.telemetry, "internal_error", None))
         guard.shielded("tap_close", self._channel.close, "closed")
+
+
+def usual_type(content_type: str | None) -> bool:
+    """Whether a body of this Content-Type is read as the usual reply: a type already seen,
+    and not an event stream."""
+    try:
+        found = _CONTENT_TYPES.get(content_type)
+    except TypeError:
+        return False
+    return found is not None and not found[1]
 
 
 def usual_reply(
@@ -315,35 +335,3 @@ def usual_reply(
     ):
         return None
     return parse_body(body, found[0])
-
-
-_WATCHED: dict[int, weakref.ref[Any]] = {}
-"""The weak references of taps watching their caller's response (see ``abandon_with``):
-held here so that each outlives its tap and its callback runs when the response goes."""
-
-
-def _held_open() -> list[Channel]:
-    """The channels of the bodies callers hold open, for the sweeper's passes: their
-    timeouts still apply while nobody reads."""
-    found: list[Channel] = []
-    for ref in list(_WATCHED.values()):
-        callback = ref.__callback__
-        if isinstance(callback, _Abandoned):
-            found.append(callback.tap._channel)
-    return found
-
-
-class _Abandoned:
-    """The callback of a watched response: its body never ended, the exchange is dropped."""
-
-    __slots__ = ("tap",)
-
-    def __init__(self, tap: Tap) -> None:
-        self.tap = tap
-
-    def __call__(self, ref: weakref.ref[Any]) -> None:
-        _WATCHED.pop(id(ref), None)
-        guard.shielded("abandoned", self.tap.dropped, "stream_dropped")
-
-
-SWEEPER.add_source(_held_open)
