@@ -42,6 +42,7 @@ from pairwatch.integrations._request import (
     request_payload,
 )
 from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._tap_on_need import TapOnNeed
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
 
@@ -107,8 +108,9 @@ class HttpClient:
 
     def attach(
         self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
-    ) -> Tap | None:
-        """Show the response body to a tap; return the tap while the body is still to come."""
+    ) -> Tap | TapOnNeed | None:
+        """Show the response body to a tap (or to a stand-in that builds one on need,
+        :class:`TapOnNeed`); return it while the body is still to come."""
         raise NotImplementedError
 
     def stream_request(
@@ -141,7 +143,7 @@ def _begin(
         payload = None if request is None else client.payload(request)
         if request is None or payload is None:
             return None
-        host = host_of(request.url)
+        host = request.host or host_of(request.url)
         timeout = request.read_timeout
         current = get_current()  # read once: the span parent and the propagation
         exchange = open_exchange(

@@ -172,6 +172,8 @@ class Request:
     headers: Any = None
     """The library's own mutable header mapping of this request, where trace context can be
     added (None where the library keeps none pairwatch may write to)."""
+    host: str | None = None
+    """The host of ``url``, when the integration has already looked it up."""
 
 
 class Exchange:

@@ -29,9 +29,17 @@ from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
-from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, host_of
+from pairwatch.integrations._exchange import (
+    REDIRECTS,
+    Exchange,
+    HttpClient,
+    Request,
+    async_send,
+    host_of,
+)
 from pairwatch.integrations._patch import Patches, Wrapper
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._stream import Tap, usual_type
+from pairwatch.integrations._tap_on_need import TapOnNeed
 
 _TEED_ASYNC = ("read", "readany", "readline", "readuntil", "readexactly", "readchunk")
 _SKIPPED = frozenset(
@@ -124,7 +132,7 @@ def tee_class() -> type:
         self._pw_inner.set_exception(*args, **kwargs)
 
     def ended(self: Any) -> None:
-        tap: Tap = self._pw_tap
+        tap: Tap | TapOnNeed = self._pw_tap
         try:
             if not tap.done:
                 if _at_eof(self._pw_inner):
@@ -135,7 +143,7 @@ def tee_class() -> type:
             guard.report("aiohttp_close", exc, None)
 
     def seen(self: Any, data: bytes) -> None:
-        tap: Tap = self._pw_tap
+        tap: Tap | TapOnNeed = self._pw_tap
         try:
             at_eof = self._pw_inner.at_eof()
         except Exception:
@@ -165,7 +173,7 @@ def tee_class() -> type:
     return type("PairwatchStreamReader", (base,), ns)
 
 
-def _tee(inner: Any, tap: Tap) -> Any:
+def _tee(inner: Any, tap: Tap | TapOnNeed) -> Any:
     cls = tee_class()
     obj: Any = object.__new__(cls)
     object.__setattr__(obj, "_pw_inner", inner)
@@ -208,18 +216,21 @@ class _Aiohttp(HttpClient):
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         url = argument(args, kwargs, 1, "str_or_url")
-        if host_of(url) is None:  # a path relative to the session's base URL
+        host = host_of(url)
+        if host is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)
         timeout = _read_timeout(kwargs.get("timeout"), instance)
         headers = _CallHeaders(kwargs)
         if kwargs.get("data") is not None:
-            return Request(kwargs["data"], url, read_timeout=timeout, headers=headers)
+            return Request(kwargs["data"], url, read_timeout=timeout, headers=headers, host=host)
         body = kwargs.get("json")
         if body is None:
             return None
-        return Request(body, url, decoded=True, read_timeout=timeout, headers=headers)
+        return Request(body, url, True, None, timeout, headers, host)
 
-    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
+    def attach(
+        self, exchange: Exchange, response: Any, instance: Any, kwargs: Any
+    ) -> Tap | TapOnNeed | None:
         decompress = kwargs.get("auto_decompress")
         if decompress is None:
             decompress = getattr(instance, "_auto_decompress", True)
@@ -227,13 +238,24 @@ class _Aiohttp(HttpClient):
         # aiohttp decodes in its protocol, before the reader the tee wraps; only a session
         # that leaves decoding to its caller hands the tee encoded bytes.
         encoding = None if decompress else headers.get("Content-Encoding")
-        tap = exchange.tap(
-            headers.get("Content-Type"),
-            encoding,
-            decoder=_decoders.for_aiohttp(encoding),
-            status=response.status,
-            location=headers.get("Location"),
-        )
+        content_type = headers.get("Content-Type")
+        status = response.status
+        tap: Tap | TapOnNeed
+        if (
+            encoding is None
+            and status != 202
+            and status not in REDIRECTS
+            and usual_type(content_type)
+        ):  # the usual reply, read whole by nearly every caller: a tap only if needed
+            tap = TapOnNeed(exchange, content_type)
+        else:
+            tap = exchange.tap(
+                content_type,
+                encoding,
+                decoder=_decoders.for_aiohttp(encoding),
+                status=status,
+                location=headers.get("Location"),
+            )
         response.content = _tee(response.content, tap)
         tap.abandon_with(response)
         return tap
@@ -245,12 +267,25 @@ def _read_timeout(timeout: object, session: Any) -> float | None:
     try:
         kind = _client_timeout()
         found: Any = timeout if isinstance(timeout, kind) else getattr(session, "timeout", None)
+        known: float | None = _SECONDS.get(found, _UNSEEN)  # one setting, nearly always
+        if known is not _UNSEEN:
+            return known
         if not isinstance(found, kind):
             return None
         read = found.sock_read if found.sock_read is not None else found.total
-        return math.inf if read is None else float(read)
-    except Exception:
+        seconds = math.inf if read is None else float(read)
+        if len(_SECONDS) >= 64:
+            _SECONDS.clear()
+        _SECONDS[found] = seconds
+        return seconds
+    except Exception:  # an unhashable or odd timeout: the client's setting is unknown
         return None
+
+
+_UNSEEN: Any = object()
+_SECONDS: dict[Any, float] = {}
+"""ClientTimeout -> the read timeout it sets (a frozen value, compared by its fields).
+Bounded: past 64 settings it starts over."""
 
 
 @functools.cache

@@ -1,0 +1,163 @@
+"""A body tap built only when the body needs one: a reply read whole goes straight to the
+exchange's books.
+
+Why: aiohttp hands the body to whoever reads ``response.content``, so pairwatch puts its tee
+there when the headers arrive, before anyone reads.  Nearly every body is then read in one
+piece (``json()``, ``read()``, ``text()``): the tee's first read returns the whole body at
+its end, and :meth:`~pairwatch.integrations._request.Exchange.whole` judges it as a buffered
+client's body is judged.  A :class:`~pairwatch.integrations._stream.Tap`, and the bound
+channel it feeds, cost a few hundred bytecodes to build and are needed only when something
+else happens: a read of part of the body, a body cut short, a response released unread, or a
+sweeper pass that finds the body still held open.  :class:`TapOnNeed` stands in for the tap
+until then and hands every such event to the tap it builds.
+
+Two threads may reach it: the caller's (its reads) and the sweeper's (its passes over held
+open bodies).  Whichever first takes the one token decides: the caller's whole read claims
+the reply for the exchange, or a builder (under a lock, so two builders build one tap) builds
+the tap.  Taking the token is a single ``list.pop``, atomic in the interpreter, so the usual
+path takes no lock; the reply itself is judged outside everything.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Final
+
+from pairwatch import guard
+from pairwatch.channel import Channel
+from pairwatch.integrations._request import Exchange
+from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._watch import WATCHED, watch_response
+
+__all__ = ["TapOnNeed"]
+
+_WAIT: Final = 5.0
+"""Seconds the caller's read waits for the sweeper to finish building the tap.  Only a lock
+a fork left held (its holder is not in the child) waits that long; the read then goes
+unobserved rather than hang."""
+
+
+class TapOnNeed:
+    """Stands in for the :class:`Tap` of one exchange whose body may be read whole.
+
+    Only for the body the caller gets undecoded by pairwatch (no ``Content-Encoding`` left
+    to undo), of a Content-Type seen before that is not an event stream, on a response that
+    does not say the request is answered elsewhere: everything else gets its tap at once.
+    """
+
+    __slots__ = ("_content_type", "_done", "_exchange", "_lock", "_tap", "_token", "_watch")
+
+    def __init__(self, exchange: Exchange, content_type: str | None) -> None:
+        self._exchange = exchange
+        self._content_type = content_type
+        self._tap: Tap | None = None
+        self._token = [True]  # popped once: by the whole read, or by the tap's builder
+        self._done = False  # the whole read took the token: no tap, ever
+        self._lock = threading.Lock()
+        self._watch: weakref.ref[Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        tap = self._tap
+        return self._done if tap is None else tap.done
+
+    def abandon_with(self, owner: object) -> None:
+        """:meth:`Tap.abandon_with`; the tap, once built, takes the watch over."""
+        try:
+            self._watch = watch_response(owner, self)
+        except Exception as exc:
+            tap = self._built()
+            if tap is not None:
+                tap.fail("tap_watch", exc)
+
+    def last_raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
+        """The read that ends the body: the whole body, unless a tap already holds a part."""
+        if self._claim():
+            self._exchange.whole(bytes(data), self._content_type, False)
+            return
+        tap = self._built()
+        if tap is not None:
+            tap.last_raw_chunk(data)
+
+    def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
+        tap = self._built()
+        if tap is not None:
+            tap.raw_chunk(data)
+
+    def end(self) -> None:
+        tap = self._built()
+        if tap is not None:
+            tap.end()
+
+    def dropped(self, reason: str = "stream_dropped") -> None:
+        tap = self._built()
+        if tap is not None:
+            tap.dropped(reason)
+
+    def held_channel(self) -> Channel | None:
+        """For the sweeper: the body is still held open, so its tap is built now.  Skipped
+        for this pass while another thread builds it."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            tap = self._build()
+        finally:
+            self._lock.release()
+        return None if tap is None else tap.held_channel()
+
+    def _claim(self) -> bool:
+        """Whether the whole body goes to the exchange: no tap was built, and none will be."""
+        try:
+            self._token.pop()
+        except IndexError:  # a builder took it: the tap has the body
+            return False
+        self._done = True
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            WATCHED.pop(id(watch), None)  # unwatch(), written out: this is every exchange
+        return True
+
+    def _built(self) -> Tap | None:
+        """The tap, built now if it is not yet; None once the whole read claimed the body."""
+        tap = self._tap
+        if tap is not None or self._done:
+            return tap
+        lock = self._lock
+        if not lock.acquire(timeout=_WAIT):
+            return None
+        try:
+            return self._build()
+        finally:
+            lock.release()
+
+    def _build(self) -> Tap | None:
+        """Under the lock: the tap, built if this call takes the token (as
+        :meth:`Exchange.tap` gives it, holding the watch); None if the whole read took it."""
+        try:
+            self._token.pop()
+        except IndexError:
+            return self._tap
+        try:
+            tap = self._exchange.tap(self._content_type, None)
+        except Exception as exc:
+            self._failed(exc)
+            return None
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            tap.adopt_watch(watch)
+        self._tap = tap
+        return tap
+
+    def _failed(self, exc: BaseException) -> None:
+        """Under the lock: building the tap failed.  As a failed attach: reported, and the
+        exchange closed; what the caller reads from here on goes unobserved."""
+        self._done = True
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            WATCHED.pop(id(watch), None)
+        guard.report("tap_build", exc, None)
+        guard.shielded("tap_build", self._exchange.close, "closed")

@@ -1,0 +1,221 @@
+"""aiohttp builds a body tap only when the body needs one: the same numbers either way.
+
+The aiohttp tee shows pairwatch each read of ``response.content``.  For a plain JSON reply
+(no encoding left to undo, a Content-Type seen before, not a 202 or a redirect) the tee gets
+a stand-in, ``TapOnNeed``, instead of a tap: a body read whole goes straight to the
+exchange's books, and the tap (with the bound channel it feeds) is built only for a partial
+read, a body cut short, a response released unread, or a sweeper pass that finds the body
+held open.
+
+Each scenario runs over a real loopback server, once with the stand-in and once with the tap
+built at attach as before; the choice is made by replacing the integration's ``usual_type``
+check, the one thing in this file that is not what a user runs.  Every exported point and
+every span must be identical, at a fake clock so that latencies are too.  Then exact numbers
+for the cases users meet most, and a count of the taps built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from http_drivers import HOOKS, JSON, SCRIPTS
+from otel_support import FakeClock, Otel
+
+import pairwatch
+from pairwatch.integrations import _stream, aiohttp_client
+from pairwatch.sweeper import SWEEPER
+
+
+def _requests(*ids: int) -> bytes:
+    return json.dumps([{"jsonrpc": "2.0", "id": i, "method": "eth_call"} for i in ids]).encode()
+
+
+def _results(*ids: int) -> bytes:
+    return json.dumps([{"jsonrpc": "2.0", "id": i, "result": "0x7"} for i in ids]).encode()
+
+
+REQUEST = _requests(1, 2, 3)
+REPLY = _results(1, 2, 3)
+ERROR = json.dumps(
+    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no"}}
+).encode()
+
+Read = Callable[[aiohttp.ClientResponse], Awaitable[Any]]
+
+
+async def _read(r: aiohttp.ClientResponse) -> Any:
+    return await r.read()
+
+
+async def _json(r: aiohttp.ClientResponse) -> Any:
+    return await r.json(content_type=None)
+
+
+async def _text(r: aiohttp.ClientResponse) -> Any:
+    return await r.text()
+
+
+async def _chunked(r: aiohttp.ClientResponse) -> Any:
+    return b"".join([c async for c in r.content.iter_chunked(7)])
+
+
+async def _exactly_then_rest(r: aiohttp.ClientResponse) -> Any:
+    head = await r.content.readexactly(10)
+    return head + await r.content.read()
+
+
+async def _release(r: aiohttp.ClientResponse) -> Any:
+    r.release()
+
+
+async def _close(r: aiohttp.ClientResponse) -> Any:
+    r.close()
+
+
+# name -> (status, reply chunks, how the caller reads, a pause before the body, cut short)
+SCENARIOS: dict[str, tuple[int, list[bytes], Read, float, bool]] = {
+    "read_whole": (200, [REPLY], _read, 0.0, False),
+    "json_whole": (200, [REPLY], _json, 0.0, False),
+    "text_whole": (200, [REPLY], _text, 0.0, False),
+    "read_in_three_chunks": (200, [REPLY[:9], REPLY[9:30], REPLY[30:]], _read, 0.0, False),
+    "iter_chunked": (200, [REPLY[:9], REPLY[9:]], _chunked, 0.0, False),
+    "readexactly_then_read": (200, [REPLY], _exactly_then_rest, 0.0, False),
+    "reordered": (200, [_results(3, 1, 2)], _read, 0.0, False),
+    "one_missing": (200, [_results(1, 3)], _read, 0.0, False),
+    "unknown_id": (200, [_results(1, 2, 9)], _read, 0.0, False),
+    "error_with_null_id": (400, [ERROR], _read, 0.0, False),
+    "not_json": (502, [b"<html>bad gateway</html>"], _read, 0.0, False),
+    "empty_body_read": (200, [], _read, 0.0, False),
+    "released_unread": (200, [REPLY[:10], REPLY[10:]], _release, 0.3, False),
+    "closed_unread": (200, [REPLY[:10], REPLY[10:]], _close, 0.3, False),
+    "received_then_released": (200, [REPLY], _release, 0.0, False),
+    "cut_short": (200, [REPLY[:10]], _read, 0.0, True),
+}
+
+SWEEP_AT = 400.0  # past aiohttp's default read timeout (300 s total), which the batch follows
+
+
+def _exchange(
+    url: str, read: Read, otel: Otel, clock: FakeClock, spans: bool, held: list[Any] | None = None
+) -> Any:
+    """One POST read with ``read``; ``held`` keeps the response referenced afterwards."""
+
+    async def run() -> Any:
+        async with aiohttp.ClientSession() as session:
+            pairwatch.instrument(
+                session,
+                meter_provider=otel.meter_provider,
+                tracer_provider=otel.tracer_provider,
+                clock=clock,
+                spans=spans,
+            )
+            r = await session.post(url, data=REQUEST, headers=JSON)
+            if held is not None:
+                held.append(r)
+            try:
+                return await read(r)
+            except aiohttp.ClientError as exc:
+                return type(exc).__name__
+            finally:
+                r.release()
+
+    return asyncio.run(run())
+
+
+def _script(path: str, status: int, chunks: list[bytes], pause: float, cut: bool) -> None:
+    SCRIPTS[path] = (status, {"Content-Type": "application/json"}, chunks, cut)
+    if pause:
+        HOOKS[path] = lambda index: time.sleep(pause) if index else None
+
+
+def _run(
+    scripted: str, monkeypatch: Any, name: str, spans: bool, on_need: bool
+) -> tuple[Any, Otel]:
+    status, chunks, read, pause, cut = SCENARIOS[name]
+    path = f"/tap-on-need-{name}"
+    _script(path, status, chunks, pause, cut)
+    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: on_need)
+    otel, clock = Otel(), FakeClock()
+    seen = _exchange(scripted + path, read, otel, clock, spans)
+    pairwatch.flush()
+    return seen, otel
+
+
+@pytest.mark.parametrize("spans", [False, True], ids=["spans_off", "spans_on"])
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_tap_built_on_need_counts_what_one_built_at_attach_counts(
+    scripted, monkeypatch, name, spans
+):
+    seen_at_once, at_once = _run(scripted, monkeypatch, name, spans, on_need=False)
+    seen_on_need, on_need = _run(scripted, monkeypatch, name, spans, on_need=True)
+    assert seen_on_need == seen_at_once
+    assert on_need.points() == at_once.points()
+    assert on_need.span_shapes() == at_once.span_shapes()
+    assert at_once.value("batch.requests") == 3  # each run saw its batch
+    assert at_once.value("batch.closed") == 1
+
+
+@pytest.mark.parametrize("on_need", [False, True], ids=["at_attach", "on_need"])
+def test_a_body_held_open_across_a_sweep_times_out_then_pairs_late(scripted, monkeypatch, on_need):
+    """The server holds the body back; the sweeper's pass (the test runs it, at a clock
+    past the read timeout) finds it held open and expires the batch, building the tap on
+    its own thread; the body read afterwards brings three late replies."""
+    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: on_need)
+    otel, clock = Otel(), FakeClock()
+    path = f"/tap-on-need-swept-{on_need}"
+    SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [REPLY], False)
+
+    def sweep(index: int) -> None:
+        time.sleep(0.2)  # the client has its headers and its tee
+        clock.advance(SWEEP_AT)
+        SWEEPER.sweep()
+
+    HOOKS[path] = sweep
+    assert _exchange(scripted + path, _read, otel, clock, False) == REPLY
+    assert otel.counters() == {
+        "batch.requests": 3, "batch.closed": 1, "batch.missing_response": 3,
+        "batch.response_count_mismatch": 1, "batch.late_response": 3,
+        "batch.unknown_id_response": 3,  # a late reply's id is no longer pending
+    }  # fmt: skip
+    assert otel.value("batch.missing_response", pairwatch__close_reason="timeout") == 3
+
+
+def test_the_usual_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
+    """Without any replacement: the first exchange of a Content-Type builds a tap (the type
+    is new), every later plain reply read whole builds none; a body read in pieces builds
+    one.  The books are exact either way."""
+    built: list[str] = []
+    original = _stream.Tap.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(args[1] if len(args) > 1 else kwargs.get("content_type"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_stream.Tap, "__init__", counting)
+    content_type = "application/json; charset=x-pairwatch-test"  # new to this process
+    SCRIPTS["/tap-on-need-count"] = (200, {"Content-Type": content_type}, [REPLY], False)
+    SCRIPTS["/tap-on-need-parts"] = (
+        200, {"Content-Type": content_type}, [REPLY[:9], REPLY[9:]], False,
+    )  # fmt: skip
+    otel, clock = Otel(), FakeClock()
+    HOOKS["/tap-on-need-count"] = lambda index: clock.advance(0.25)  # the server's think time
+    for _ in range(3):
+        seen = _exchange(scripted + "/tap-on-need-count", _json, otel, clock, False)
+        assert seen == json.loads(REPLY)
+    assert built == [content_type]
+    watched = len(SWEEPER.channels())
+    held: list[Any] = []
+    assert _exchange(scripted + "/tap-on-need-parts", _chunked, otel, clock, False, held) == REPLY
+    assert built == [content_type, content_type]
+    # The body ended: the sweeper no longer looks at it, though its response is still held.
+    assert len(SWEEPER.channels()) == watched
+    assert otel.counters() == {"batch.requests": 12, "batch.closed": 4}
+    assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 4
+    assert otel.value("batch.closed", pairwatch__diagnosis="ok") == 4
+    assert otel.hist("batch.pair_latency") == (12, 9 * 0.25)
