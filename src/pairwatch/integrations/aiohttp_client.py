@@ -267,25 +267,27 @@ def _read_timeout(timeout: object, session: Any) -> float | None:
     try:
         kind = _client_timeout()
         found: Any = timeout if isinstance(timeout, kind) else getattr(session, "timeout", None)
-        known: float | None = _SECONDS.get(found, _UNSEEN)  # one setting, nearly always
-        if known is not _UNSEEN:
-            return known
+        last = _LAST  # one read: another thread may replace it
+        if last[0] is found:  # a session's own setting, nearly always
+            return last[1]
         if not isinstance(found, kind):
             return None
         read = found.sock_read if found.sock_read is not None else found.total
         seconds = math.inf if read is None else float(read)
-        if len(_SECONDS) >= 64:
-            _SECONDS.clear()
-        _SECONDS[found] = seconds
+        _remember(found, seconds)
         return seconds
-    except Exception:  # an unhashable or odd timeout: the client's setting is unknown
+    except Exception:
         return None
 
 
-_UNSEEN: Any = object()
-_SECONDS: dict[Any, float] = {}
-"""ClientTimeout -> the read timeout it sets (a frozen value, compared by its fields).
-Bounded: past 64 settings it starts over."""
+def _remember(timeout: object, seconds: float) -> None:
+    global _LAST
+    _LAST = (timeout, seconds)
+
+
+_LAST: tuple[object, float] = (object(), 0.0)
+"""The last ClientTimeout read and its read timeout, compared by identity: a ClientTimeout
+is frozen, and hashing one runs Python code."""
 
 
 @functools.cache
