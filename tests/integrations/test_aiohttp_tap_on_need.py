@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -219,3 +221,64 @@ def test_the_usual_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
     assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 4
     assert otel.value("batch.closed", pairwatch__diagnosis="ok") == 4
     assert otel.hist("batch.pair_latency") == (12, 9 * 0.25)
+
+
+def test_a_sweeper_looking_all_the_time_changes_no_number(scripted, monkeypatch):
+    """Contention on the token: a thread asks for the held-open bodies' channels without
+    pause (each ask builds the tap of every body not yet read, as the sweeper's pass does)
+    while 200 exchanges, 20 at a time, read their replies whole, with the interpreter
+    switching threads as often as it can.  Most bodies are then taken by a tap the other
+    thread built, the rest by their whole read; each exactly once.  A stress check: the
+    interleaving the token exists for (a build and a whole read at the very same step) is
+    too narrow for a test to hit on purpose."""
+    SCRIPTS["/tap-on-need-race"] = (200, {"Content-Type": "application/json"}, [REPLY], False)
+    HOOKS["/tap-on-need-race"] = lambda index: time.sleep(0.002)  # headers, then the body
+    otel = Otel()
+    stop = threading.Event()
+    looks = [0]
+    built = [0]
+    original = _stream.Tap.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built[0] += 1
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_stream.Tap, "__init__", counting)
+
+    def sweeper() -> None:
+        while not stop.is_set():
+            SWEEPER.channels()
+            looks[0] += 1
+
+    async def run() -> list[Any]:
+        async with aiohttp.ClientSession() as session:
+            pairwatch.instrument(
+                session, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+            )
+            gate = asyncio.Semaphore(20)
+
+            async def one() -> Any:
+                async with (
+                    gate,
+                    session.post(scripted + "/tap-on-need-race", data=REQUEST, headers=JSON) as r,
+                ):
+                    return await r.read()
+
+            return await asyncio.gather(*(one() for _ in range(200)))
+
+    thread = threading.Thread(target=sweeper)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    thread.start()
+    try:
+        seen = asyncio.run(run())
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    assert seen == [REPLY] * 200
+    assert looks[0] > 10  # the other thread looked while the exchanges ran
+    assert built[0] > 0  # and built taps for bodies held open
+    assert otel.counters() == {"batch.requests": 600, "batch.closed": 200}
+    assert otel.value("batch.closed", pairwatch__diagnosis="ok") == 200
+    assert otel.hist("batch.pair_latency")[0] == 600

@@ -10,6 +10,12 @@ what they return.  The protocol keeps feeding the original reader; pairwatch nev
 The tee class is built from StreamReader's own method list (so it follows aiohttp versions)
 and keeps ``isinstance(response.content, StreamReader)`` true for code that checks.
 
+What the tee shows its reads to: for the usual reply (no ``Content-Encoding`` left to undo, a
+Content-Type seen before that is not an event stream, not a 202 or a redirect), a
+:class:`~pairwatch.integrations._tap_on_need.TapOnNeed`, which takes a body read whole
+straight to the exchange's books and builds a tap only if anything else happens; for any
+other response, a tap from the start.
+
 A response released or closed before its body ended cuts the exchange short.  aiohttp tells
 its reader so itself: the first ``release()`` or ``close()`` asks ``content.exception()`` and,
 when the reader has none yet, calls ``content.set_exception()``.  The tee hears both, so the
