@@ -28,7 +28,7 @@ from pairwatch import guard
 from pairwatch.channel import Channel
 from pairwatch.integrations._request import Exchange
 from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._watch import WATCHED, watch_response
+from pairwatch.integrations._watch import WATCHED, register, watch_later
 
 __all__ = ["TapOnNeed"]
 
@@ -63,9 +63,12 @@ class TapOnNeed:
         return self._done if tap is None else tap.done
 
     def abandon_with(self, owner: object) -> None:
-        """:meth:`Tap.abandon_with`; the tap, once built, takes the watch over."""
+        """:meth:`Tap.abandon_with`; the tap, once built, takes the watch over.  The watch
+        is kept here before the sweeper can see it: a pass that builds the tap right away
+        hands the tap this watch."""
         try:
-            self._watch = watch_response(owner, self)
+            self._watch = watch = watch_later(owner, self)
+            register(watch)
         except Exception as exc:
             tap = self._built()
             if tap is not None:

@@ -18,7 +18,7 @@ from pairwatch import guard
 from pairwatch.channel import Channel
 from pairwatch.sweeper import SWEEPER
 
-__all__ = ["WATCHED", "Watched", "adopt", "unwatch", "watch_response"]
+__all__ = ["WATCHED", "Watched", "adopt", "register", "unwatch", "watch_later", "watch_response"]
 
 
 class Watched(Protocol):
@@ -40,6 +40,18 @@ def watch_response(owner: object, tap: Watched) -> weakref.ref[Any]:
     WATCHED[id(watch)] = watch
     SWEEPER.ensure_running()  # it sweeps the channels of WATCHED (see _held_open)
     return watch
+
+
+def watch_later(owner: object, tap: Watched) -> weakref.ref[Any]:
+    """:func:`watch_response` in two steps: the watch, which nothing sees until
+    :func:`register` (so its holder can keep it before a sweeper pass may look)."""
+    return weakref.ref(owner, _Abandoned(tap))
+
+
+def register(watch: weakref.ref[Any]) -> None:
+    """The second step of :func:`watch_later`."""
+    WATCHED[id(watch)] = watch
+    SWEEPER.ensure_running()
 
 
 def unwatch(watch: weakref.ref[Any]) -> None:
