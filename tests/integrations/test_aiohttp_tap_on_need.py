@@ -30,7 +30,7 @@ from http_drivers import HOOKS, JSON, SCRIPTS
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.integrations import _stream, aiohttp_client
+from pairwatch.integrations import _stream, _watch, aiohttp_client
 from pairwatch.sweeper import SWEEPER
 
 
@@ -282,3 +282,42 @@ def test_a_sweeper_looking_all_the_time_changes_no_number(scripted, monkeypatch)
     assert otel.counters() == {"batch.requests": 600, "batch.closed": 200}
     assert otel.value("batch.closed", pairwatch__diagnosis="ok") == 200
     assert otel.hist("batch.pair_latency")[0] == 600
+
+
+def test_a_drop_that_comes_while_its_tap_is_built_is_kept(scripted, monkeypatch):
+    """A collection can run a response's callback on the very thread that is building its
+    tap (a sweeper pass, for a body held open).  Stood in for here by having the build
+    itself report the response gone, once: the exchange must still close as dropped, at
+    once, not wait on its own lock and lose the drop."""
+    from pairwatch.integrations import _tap_on_need
+
+    otel, clock = Otel(), FakeClock()
+    path = "/tap-on-need-drop-mid-build"
+    SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [REPLY], False)
+    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: True)
+    original = _tap_on_need.Exchange.tap
+    dropped_during: list[bool] = []
+
+    def tap_reporting_a_drop(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not dropped_during:  # as the response's callback, mid-build, on this thread
+            stand_in = next(
+                ref.__callback__.tap for ref in list(_watch.WATCHED.values())
+                if isinstance(ref.__callback__.tap, _tap_on_need.TapOnNeed)
+            )  # fmt: skip
+            stand_in.dropped("stream_dropped")
+            dropped_during.append(True)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_tap_on_need.Exchange, "tap", tap_reporting_a_drop)
+
+    def sweep(index: int) -> None:
+        time.sleep(0.2)  # the client has its headers and its tee
+        started = time.monotonic()
+        SWEEPER.sweep()  # builds the held-open body's tap, on this thread
+        assert time.monotonic() - started < 2.0  # did not wait on its own lock
+
+    HOOKS[path] = sweep
+    assert _exchange(scripted + path, _read, otel, clock, False) == REPLY
+    assert dropped_during == [True]
+    assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == 3
+    assert otel.value("batch.closed") == 1

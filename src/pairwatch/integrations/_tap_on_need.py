@@ -20,7 +20,6 @@ path takes no lock; the reply itself is judged outside everything.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any, Final
 
@@ -30,12 +29,17 @@ from pairwatch.integrations._request import Exchange
 from pairwatch.integrations._stream import Tap
 from pairwatch.integrations._watch import WATCHED, register, watch_later
 
+try:  # the lock threading.RLock() returns, without that function's own Python call
+    from _thread import RLock
+except ImportError:  # pragma: no cover - an interpreter without the C lock
+    from threading import RLock
+
 __all__ = ["TapOnNeed"]
 
 _WAIT: Final = 5.0
-"""Seconds the caller's read waits for the sweeper to finish building the tap.  Only a lock
-a fork left held (its holder is not in the child) waits that long; the read then goes
-unobserved rather than hang."""
+"""Seconds a read waits for another thread to finish building the tap.  Only a lock a fork
+left held (its holder is not in the child) waits that long; the read then goes unobserved
+rather than hang."""
 
 
 class TapOnNeed:
@@ -46,7 +50,9 @@ class TapOnNeed:
     does not say the request is answered elsewhere: everything else gets its tap at once.
     """
 
-    __slots__ = ("_content_type", "_done", "_exchange", "_lock", "_tap", "_token", "_watch")
+    __slots__ = (
+        "_content_type", "_done", "_drop", "_exchange", "_lock", "_tap", "_token", "_watch",
+    )  # fmt: skip
 
     def __init__(self, exchange: Exchange, content_type: str | None) -> None:
         self._exchange = exchange
@@ -54,8 +60,11 @@ class TapOnNeed:
         self._tap: Tap | None = None
         self._token = [True]  # popped once: by the whole read, or by the tap's builder
         self._done = False  # the whole read took the token: no tap, ever
-        self._lock = threading.Lock()
+        # Re-entrant: a collection during a build may run the response's callback (dropped)
+        # on the building thread itself.
+        self._lock = RLock()
         self._watch: weakref.ref[Any] | None = None
+        self._drop: str | None = None  # a drop that came while this thread built the tap
 
     @property
     def done(self) -> bool:
@@ -97,6 +106,8 @@ class TapOnNeed:
         tap = self._built()
         if tap is not None:
             tap.dropped(reason)
+        elif not self._done:  # this very thread is building the tap: it drops it when built
+            self._drop = reason
 
     def held_channel(self) -> Channel | None:
         """For the sweeper: the body is still held open, so its tap is built now.  Skipped
@@ -152,6 +163,8 @@ class TapOnNeed:
             self._watch = None
             tap.adopt_watch(watch)
         self._tap = tap
+        if self._drop is not None:
+            tap.dropped(self._drop)
         return tap
 
     def _failed(self, exc: BaseException) -> None:
