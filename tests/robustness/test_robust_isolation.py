@@ -32,6 +32,7 @@ from toy import ToyClient, server
 import pairwatch
 from pairwatch.channel import Channel
 from pairwatch.chaos import Fault
+from pairwatch.exchange_channel import ExchangeChannel
 from pairwatch.pairing.ledger import Ledger
 from pairwatch.pairing.quick import QuickBatch
 
@@ -62,6 +63,14 @@ def _broken_channel(mp: pytest.MonkeyPatch) -> None:
     exchange raises, so only the integration glue stands between pairwatch and the caller."""
     for name in ("received", "received_parsed", "close", "relabel", "watch", "expire"):
         mp.setattr(Channel, name, _raise)
+
+
+def _unbuildable_channel(mp: pytest.MonkeyPatch) -> None:
+    """An HTTP exchange builds its channel only when something needs it: here that build
+    fails, and something always needs it (the quick books fail to pair, a body is cut short).
+    The failure inside the failure must still not reach the caller."""
+    mp.setattr(QuickBatch, "pair", _raise)
+    mp.setattr(ExchangeChannel, "holding", _raise)
 
 
 # name -> (meter provider, tracer provider, monkeypatch, internal_errors by kind or None when
@@ -141,6 +150,13 @@ SCENARIOS: dict[str, Scenario] = {
         lambda o: o.meter_provider,
         lambda o: o.tracer_provider,
         _broken_channel,
+        None,
+        False,
+    ),
+    "channel_cannot_be_built": (
+        lambda o: o.meter_provider,
+        lambda o: o.tracer_provider,
+        _unbuildable_channel,
         None,
         False,
     ),

@@ -224,7 +224,7 @@ def _attach(
     try:
         tap = client.attach(exchange, response, instance, kwargs)
     except Exception as exc:
-        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
+        guard.report(client.integration + "_attach", exc, exchange.internal_error())
         exchange.close("closed")
         return
     if caller_streams and tap is not None:
@@ -242,7 +242,7 @@ def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
         content_type, status, location = client.reply(exchange, response)
         body = client.body(response)
     except Exception as exc:  # the caller has its body: report, never raise
-        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
+        guard.report(client.integration + "_attach", exc, exchange.internal_error())
         exchange.close("closed")
         return
     exchange.whole(body, content_type, answered_elsewhere(status, location))
@@ -254,7 +254,7 @@ def _whole_failed(client: HttpClient, exchange: Exchange, response: Any) -> None
         content_type, status, location = client.reply(exchange, response)
         exchange.tap(content_type, None, status=status, location=location).dropped()
     except Exception as exc:  # the library's own exception is what the caller gets
-        guard.report(client.integration + "_attach", exc, exchange.channel.telemetry.internal_error)
+        guard.report(client.integration + "_attach", exc, exchange.internal_error())
         exchange.close("closed")
 
 

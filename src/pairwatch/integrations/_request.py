@@ -255,9 +255,8 @@ class Exchange:
                 read_timeout = None  # waits forever: nothing to postpone by
             self.replied_whole(usual[0], usual[1], read_timeout, "body_end")
         except Exception as exc:
-            channel = self.channel
-            guard.report("tap_end", exc, getattr(channel.telemetry, "internal_error", None))
-            guard.shielded("tap_close", channel.close, "closed")
+            guard.report("tap_end", exc, self.internal_error())
+            guard.shielded("tap_close", self._close, "closed")
 
     def replied_whole(
         self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str
@@ -277,7 +276,7 @@ class Exchange:
             paired = quick.pair(payload, now)
         except Exception as exc:  # as ExchangeChannel.replied_whole: reported, then closed
             guard.report("received", exc, parts[1].internal_error)
-            self.channel.close(reason)
+            self.close(reason)
             return
         if not paired:
             channel = self.channel
@@ -291,7 +290,19 @@ class Exchange:
             guard.report("close", exc, parts[1].internal_error)
 
     def close(self, reason: str) -> None:
-        guard.shielded("close_" + reason, self.channel.close, reason)
+        guard.shielded("close_" + reason, self._close, reason)
+
+    def _close(self, reason: str) -> None:
+        # The channel is built inside the shield: building it may be what fails.
+        self.channel.close(reason)
+
+    def internal_error(self) -> guard.ErrorCounter | None:
+        """The exchange's internal-error counter, read without building its channel: a
+        failure being reported may be that the channel cannot be built."""
+        parts = self._parts
+        if parts is not None:
+            return parts[1].internal_error
+        return getattr(getattr(self._channel, "telemetry", None), "internal_error", None)
 
 
 class Streamed:
