@@ -36,10 +36,10 @@ from pairwatch.channel import Options
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs, argument
 from pairwatch.integrations._exchange import (
-    REDIRECTS,
     Exchange,
     HttpClient,
     Request,
+    answered_elsewhere,
     async_send,
     host_of,
 )
@@ -245,12 +245,11 @@ class _Aiohttp(HttpClient):
         # that leaves decoding to its caller hands the tee encoded bytes.
         encoding = None if decompress else headers.get("Content-Encoding")
         content_type = headers.get("Content-Type")
-        status = response.status
+        status, location = response.status, headers.get("Location")
         tap: Tap | TapOnNeed
         if (
             encoding is None
-            and status != 202
-            and status not in REDIRECTS
+            and not answered_elsewhere(status, location)
             and usual_type(content_type)
         ):  # the usual reply, read whole by nearly every caller: a tap only if needed
             tap = TapOnNeed(exchange, content_type)
@@ -260,7 +259,7 @@ class _Aiohttp(HttpClient):
                 encoding,
                 decoder=_decoders.for_aiohttp(encoding),
                 status=status,
-                location=headers.get("Location"),
+                location=location,
             )
         response.content = _tee(response.content, tap)
         tap.abandon_with(response)
