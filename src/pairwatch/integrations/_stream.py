@@ -18,7 +18,7 @@ from pairwatch.channel import Channel
 from pairwatch.integrations import _decoders
 from pairwatch.integrations._body import MAX_BODY, body_budget, charset_of, parse_body
 from pairwatch.integrations._sse import SseParser
-from pairwatch.integrations._watch import adopt, unwatch, watch_response
+from pairwatch.integrations._watch import adopt, register, unwatch, watch_later
 from pairwatch.pairing import wire
 
 __all__ = ["MAX_BODY", "Tap", "usual_reply", "usual_type"]
@@ -122,12 +122,13 @@ class Tap:
         """Close as ``stream_dropped`` if ``owner`` (the caller's response) is collected
         before its body ended, and let the sweeper apply the timeout meanwhile."""
         try:
-            self._watch = watch_response(owner, self)
+            self._watch = watch = watch_later(owner, self)
+            register(watch)
         except Exception as exc:
             self._fail("tap_watch", exc)
 
     def adopt_watch(self, watch: weakref.ref[Any]) -> None:
-        """Take over a watch :func:`watch_response` set up for a stand-in of this tap (the
+        """Take over a watch :func:`watch_later` set up for a stand-in of this tap (the
         :class:`~pairwatch.integrations._tap_on_need.TapOnNeed` that built it)."""
         adopt(watch, self)
         self._watch = watch

@@ -18,7 +18,7 @@ from pairwatch import guard
 from pairwatch.channel import Channel
 from pairwatch.sweeper import SWEEPER
 
-__all__ = ["WATCHED", "Watched", "adopt", "register", "unwatch", "watch_later", "watch_response"]
+__all__ = ["WATCHED", "Watched", "adopt", "register", "unwatch", "watch_later"]
 
 
 class Watched(Protocol):
@@ -29,29 +29,22 @@ class Watched(Protocol):
     def held_channel(self) -> Channel | None: ...
 
 
-def watch_response(owner: object, tap: Watched) -> weakref.ref[Any]:
-    """Drop ``tap``'s exchange as ``stream_dropped`` if ``owner`` is collected before its
-    body ended, and have the sweeper apply the timeout meanwhile; :func:`unwatch` ends it.
+def watch_later(owner: object, tap: Watched) -> weakref.ref[Any]:
+    """A watch that drops ``tap``'s exchange as ``stream_dropped`` if ``owner`` (the
+    caller's response) is collected before its body ended.  Nothing sees it until
+    :func:`register`, so its holder can keep it before a sweeper pass may look.
 
     A plain weak reference with a callback, kept alive by ``WATCHED`` until the body ends:
     a third of the cost of ``weakref.finalize``, paid on every aiohttp exchange.
     """
-    watch = weakref.ref(owner, _Abandoned(tap))
-    WATCHED[id(watch)] = watch
-    SWEEPER.ensure_running()  # it sweeps the channels of WATCHED (see _held_open)
-    return watch
-
-
-def watch_later(owner: object, tap: Watched) -> weakref.ref[Any]:
-    """:func:`watch_response` in two steps: the watch, which nothing sees until
-    :func:`register` (so its holder can keep it before a sweeper pass may look)."""
     return weakref.ref(owner, _Abandoned(tap))
 
 
 def register(watch: weakref.ref[Any]) -> None:
-    """The second step of :func:`watch_later`."""
+    """Let the sweeper apply the timeout while the body is held open; :func:`unwatch`
+    ends the watch."""
     WATCHED[id(watch)] = watch
-    SWEEPER.ensure_running()
+    SWEEPER.ensure_running()  # it sweeps the channels of WATCHED (see _held_open)
 
 
 def unwatch(watch: weakref.ref[Any]) -> None:
@@ -67,7 +60,7 @@ def adopt(watch: weakref.ref[Any], tap: Watched) -> None:
 
 
 WATCHED: dict[int, weakref.ref[Any]] = {}
-"""The weak references watching callers' responses (see :func:`watch_response`): held here
+"""The weak references watching callers' responses (see :func:`watch_later`): held here
 so that each outlives its tap and its callback runs when the response goes."""
 
 
