@@ -53,7 +53,7 @@ def _broken_ledger(method: str) -> Callable[[pytest.MonkeyPatch], None]:
         mp.setattr(Ledger, method, _raise)
         # A healthy HTTP exchange keeps its books without a ledger (pairing.quick): the same
         # step of those books is broken too.
-        mp.setattr(QuickBatch, {"sent": "open", "received": "pair"}.get(method, method), _raise)
+        mp.setattr(QuickBatch, {"sent": "admit", "received": "answers"}.get(method, method), _raise)
 
     return patch
 

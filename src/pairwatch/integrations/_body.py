@@ -27,6 +27,7 @@ from pairwatch.pairing.limits import Budget
 __all__ = [
     "DEFAULT_BODY_BUDGET",
     "MAX_BODY",
+    "UTF8",
     "body_budget",
     "charset_of",
     "parse_body",
@@ -38,7 +39,8 @@ MAX_BODY: Final = 64 * 1024 * 1024
 DEFAULT_BODY_BUDGET: Final = 256 * 1024 * 1024
 """Bytes buffered by every HTTP tap of the process together: 256 MiB."""
 
-_UTF8: Final = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
+UTF8: Final = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
+"""Charsets whose bodies are parsed as the bytes they are (JSON text is UTF-8)."""
 
 
 def charset_of(content_type: str | None) -> str | None:
@@ -60,7 +62,7 @@ def charset_of(content_type: str | None) -> str | None:
 def parse_body(body: bytes, charset: str | None) -> tuple[wire.Payload, bytes | str]:
     """Classify a received body decoded as its client reads it; also return what was parsed
     (bytes when they decoded as they are, else the text)."""
-    if charset is not None and charset not in _UTF8 and charset != "utf-8":
+    if charset is not None and charset not in UTF8:
         text = body.decode(charset, "replace")
         return wire.parse(text, wire.Kind.RESULT), text
     payload = wire.parse(body, wire.Kind.RESULT)

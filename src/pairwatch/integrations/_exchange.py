@@ -28,7 +28,9 @@ from opentelemetry import propagate, trace
 
 from pairwatch import guard
 from pairwatch.channel import Options
+from pairwatch.integrations import _healthy
 from pairwatch.integrations._calls import Args, Kwargs
+from pairwatch.integrations._healthy import Begun
 from pairwatch.integrations._patch import Wrapper
 from pairwatch.integrations._request import (
     REDIRECTS,
@@ -124,6 +126,11 @@ class HttpClient:
         """A buffered response's Content-Type, status and Location (``reads_whole`` only)."""
         raise NotImplementedError
 
+    def status_and_type(self, response: Any) -> tuple[object, str | None]:
+        """A buffered response's status and Content-Type, read before anything else of it
+        (``reads_whole`` only; a redirect is then read again by :meth:`reply`)."""
+        raise NotImplementedError
+
     def body(self, response: Any) -> bytes:
         """The body :meth:`read` has read, decoded as the caller gets it (``reads_whole``)."""
         raise NotImplementedError
@@ -136,22 +143,33 @@ class HttpClient:
 
 
 def _begin(
-    client: HttpClient, options: Options, instance: Any, args: tuple[Any, ...], kwargs: Any
-) -> Exchange | None:
+    client: HttpClient,
+    options: Options,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: Any,
+    buffered: bool = False,
+) -> Exchange | Begun | None:
+    """Open the exchange of this call; a buffered call whose request has the healthy shape
+    opens the quick way (:mod:`pairwatch.integrations._healthy`)."""
     try:
         request = client.request(instance, args, kwargs)
         payload = None if request is None else client.payload(request)
         if request is None or payload is None:
             return None
         host = request.host or host_of(request.url)
-        timeout = request.read_timeout
         current = get_current()  # read once: the span parent and the propagation
-        exchange = open_exchange(
-            payload, options, client.integration, host, request.body, timeout, current
-        )
+        opened: Exchange | Begun
+        if buffered and payload.plain is not None and _healthy.ENABLED:
+            opened = _healthy.begin(client, options, payload, request, host, current)
+        else:
+            opened = open_exchange(
+                payload, options, client.integration, host, request.body, request.read_timeout,
+                current,
+            )  # fmt: skip
         if options.propagate and request.headers is not None:
             inject_context(request.headers, current)
-        return exchange
+        return opened
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
@@ -201,14 +219,20 @@ def _opened(streamed: Streamed | None) -> Exchange | None:
     return None if streamed is None else streamed.exchange
 
 
-def _plan(client: HttpClient, kwargs: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    """Whether the skeleton reads the body for the caller (a buffered call sent as a
-    stream), and the keyword arguments the library is called with."""
+def _wants_read(client: HttpClient, kwargs: dict[str, Any]) -> bool:
+    """Whether the skeleton reads the body for the caller: a buffered call that the library
+    is asked to send as a stream (see :class:`HttpClient`)."""
     flag = client.stream_flag
     if flag is None:
-        return False, kwargs
+        return False
     streaming = client.streaming
-    return kwargs.get(flag, not streaming) != streaming, {**kwargs, flag: streaming}
+    return bool(kwargs.get(flag, not streaming) != streaming)
+
+
+def _sent(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments the library is called with."""
+    flag = client.stream_flag
+    return kwargs if flag is None else {**kwargs, flag: client.streaming}
 
 
 def _attach(
@@ -231,7 +255,7 @@ def _attach(
         tap.abandon_with(response)  # a stream the caller may drop before its end
 
 
-def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
+def show_whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
     """The body the library has read, to the books in one piece.
 
     Why not the tee: the tee's wrappers live on the response and cost a few dozen calls per
@@ -268,13 +292,16 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if ACTIVE.get():
             return wrapped(*args, **kwargs)
         opts = options()
-        exchange = _begin(client, opts, instance, args, kwargs)
+        wants_read = _wants_read(client, kwargs)
+        exchange = _begin(client, opts, instance, args, kwargs, wants_read and client.reads_whole)
+        if isinstance(exchange, Begun):
+            return _healthy_send(client, exchange, wrapped, args, _sent(client, kwargs))
         streamed = None
         if exchange is None:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return wrapped(*args, **kwargs)
-        wants_read, sent = _plan(client, kwargs)
+        sent = _sent(client, kwargs)
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = wrapped(*args, **sent)
@@ -296,7 +323,7 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             except BaseException:
                 _whole_failed(client, exchange, response)
                 raise
-            _whole(client, exchange, response)
+            show_whole(client, exchange, response)
             return response
         _attach(client, exchange, response, instance, kwargs, wants_read)
         if wants_read:
@@ -304,6 +331,33 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         return response
 
     return send
+
+
+def _healthy_send(
+    client: HttpClient,
+    begun: Begun,
+    wrapped: Callable[..., Any],
+    args: tuple[Any, ...],
+    sent: dict[str, Any],
+) -> Any:
+    """:func:`sync_send`'s steps for a buffered call opened the quick way."""
+    token = ACTIVE.set(True)
+    try:
+        response = wrapped(*args, **sent)
+    except BaseException:
+        _healthy.exchange(begun).close("send_failed")
+        raise
+    finally:
+        ACTIVE.reset(token)
+    try:
+        client.read(response)
+    except BaseException:
+        _whole_failed(client, _healthy.exchange(begun), response)
+        raise
+    rest = _healthy.replied(begun, client, response)
+    if rest is not None:
+        show_whole(client, rest, response)
+    return response
 
 
 def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
@@ -315,13 +369,16 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if ACTIVE.get():
             return await wrapped(*args, **kwargs)
         opts = options()
-        exchange = _begin(client, opts, instance, args, kwargs)
+        wants_read = _wants_read(client, kwargs)
+        exchange = _begin(client, opts, instance, args, kwargs, wants_read and client.reads_whole)
+        if isinstance(exchange, Begun):
+            return await _healthy_asend(client, exchange, wrapped, args, _sent(client, kwargs))
         streamed = None
         if exchange is None:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return await wrapped(*args, **kwargs)
-        wants_read, sent = _plan(client, kwargs)
+        sent = _sent(client, kwargs)
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = await wrapped(*args, **sent)
@@ -343,7 +400,7 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             except BaseException:
                 _whole_failed(client, exchange, response)
                 raise
-            _whole(client, exchange, response)
+            show_whole(client, exchange, response)
             return response
         _attach(client, exchange, response, instance, kwargs, wants_read)
         if wants_read:
@@ -351,3 +408,30 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         return response
 
     return send
+
+
+async def _healthy_asend(
+    client: HttpClient,
+    begun: Begun,
+    wrapped: Callable[..., Any],
+    args: tuple[Any, ...],
+    sent: dict[str, Any],
+) -> Any:
+    """:func:`_healthy_send` for a coroutine send."""
+    token = ACTIVE.set(True)
+    try:
+        response = await wrapped(*args, **sent)
+    except BaseException:
+        _healthy.exchange(begun).close("send_failed")
+        raise
+    finally:
+        ACTIVE.reset(token)
+    try:
+        await client.aread(response)
+    except BaseException:
+        _whole_failed(client, _healthy.exchange(begun), response)
+        raise
+    rest = _healthy.replied(begun, client, response)
+    if rest is not None:
+        show_whole(client, rest, response)
+    return response

@@ -273,6 +273,19 @@ class Exchange:
             now = parts[0].clock()
             if read_timeout is not None:
                 quick.postpone(now, read_timeout)
+        except Exception as exc:  # as ExchangeChannel.replied_whole: reported, then closed
+            guard.report("received", exc, parts[1].internal_error)
+            self.close(reason)
+            return
+        self.replied_at(payload, raw, now, reason)
+
+    def replied_at(self, payload: wire.Payload, raw: object, now: float, reason: str) -> None:
+        """:meth:`replied_whole` at a clock reading already taken, the quick batch already
+        postponed by the client's read timeout."""
+        quick, parts = self._quick, self._parts
+        assert quick is not None
+        assert parts is not None
+        try:
             paired = quick.pair(payload, now)
         except Exception as exc:  # as ExchangeChannel.replied_whole: reported, then closed
             guard.report("received", exc, parts[1].internal_error)

@@ -16,12 +16,12 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Channel
 from pairwatch.integrations import _decoders
-from pairwatch.integrations._body import MAX_BODY, body_budget, charset_of, parse_body
+from pairwatch.integrations._body import MAX_BODY, UTF8, body_budget, charset_of, parse_body
 from pairwatch.integrations._sse import SseParser
 from pairwatch.integrations._watch import adopt, register, unwatch, watch_later
 from pairwatch.pairing import wire
 
-__all__ = ["MAX_BODY", "Tap", "usual_reply", "usual_type"]
+__all__ = ["MAX_BODY", "Tap", "usual_bytes", "usual_reply", "usual_type"]
 
 
 _CONTENT_TYPES: dict[str | None, tuple[str | None, bool]] = {}
@@ -321,18 +321,25 @@ def usual_reply(
     Why: the tap exists to follow a body read piece by piece; a body already whole needs
     none of its state, and building it cost a dozen calls on every buffered exchange.
     """
+    found = _usual(body, content_type)
+    if found is None or elsewhere:
+        return None
+    return parse_body(body, found[0])
+
+
+def usual_bytes(body: bytes, content_type: str | None) -> bool:
+    """Whether :func:`usual_reply` (of a reply answered here) would parse ``body`` as the
+    bytes it is, with no charset to apply first."""
+    found = _usual(body, content_type)
+    return found is not None and (found[0] is None or found[0] in UTF8)
+
+
+def _usual(body: bytes, content_type: str | None) -> tuple[str | None, bool] | None:
     try:
         found = _CONTENT_TYPES.get(content_type)
     except TypeError:
         return None
     size = len(body)
-    if (
-        found is None
-        or found[1]
-        or elsewhere
-        or not size
-        or size > MAX_BODY
-        or not body_budget().fits(size)
-    ):
+    if found is None or found[1] or not size or size > MAX_BODY or not body_budget().fits(size):
         return None
-    return parse_body(body, found[0])
+    return found

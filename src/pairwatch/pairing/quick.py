@@ -75,6 +75,19 @@ class QuickBatch:
     ) -> QuickBatch | None:
         """The record of a healthy batch, or None when the ledger must keep it from the start
         (not every element a well-formed request, a repeated id, a batch over the caps)."""
+        deadline = cls.admit(payload, now, timeout, limits, budget)
+        if deadline is None:
+            return None
+        return cls(payload, payload.plain, now, context, timeout, deadline, budget)  # type: ignore[arg-type]
+
+    @staticmethod
+    def admit(
+        payload: Payload, now: float, timeout: float | None, limits: Limits, budget: Budget
+    ) -> float | None:
+        """The deadline of a batch the quick books may keep, its ids charged to ``budget``;
+        None (nothing charged) when the ledger must keep it from the start.  Shared with the
+        buffered exchanges that keep a quick batch's fields without one
+        (:mod:`pairwatch.integrations._healthy`)."""
         plain = payload.plain
         if plain is None or plain.kind is not Kind.REQUEST or plain.methods is None:
             return None
@@ -85,10 +98,21 @@ class QuickBatch:
         if not budget.take_all(n):
             return None
         if limits.method_timeouts:
-            deadline = now + limits.timeout_for(plain.methods, timeout)
-        else:  # Limits.timeout_for without methods of their own, without the call
-            deadline = now + (limits.timeout if timeout is None else timeout)
-        return cls(payload, plain, now, context, timeout, deadline, budget)
+            return now + limits.timeout_for(plain.methods, timeout)
+        # Limits.timeout_for without methods of their own, without the call
+        return now + (limits.timeout if timeout is None else timeout)
+
+    @staticmethod
+    def answers(sent: Payload, deadline: float, reply: Payload, now: float) -> bool:
+        """Whether ``reply`` answers every request of ``sent``, in order, by ``deadline``."""
+        plain = reply.plain
+        return not (
+            plain is None
+            or plain.kind is not Kind.RESULT
+            or reply.is_batch is not sent.is_batch
+            or now > deadline
+            or plain.keys != sent.plain.keys  # type: ignore[union-attr]
+        )
 
     def postpone(self, now: float, timeout: float) -> None:
         """As :meth:`Ledger.postpone`: the deadline moves to ``now + timeout``, never earlier."""
@@ -100,15 +124,7 @@ class QuickBatch:
     def pair(self, payload: Payload, now: float) -> bool:
         """Take a reply that answers every request, in order, in time; False for anything
         else (the caller then replays into a ledger, which judges it)."""
-        plain = payload.plain
-        if (
-            self.reply is not None
-            or plain is None
-            or plain.kind is not Kind.RESULT
-            or payload.is_batch is not self.payload.is_batch
-            or now > self.deadline
-            or plain.keys != self.keys
-        ):
+        if self.reply is not None or not self.answers(self.payload, self.deadline, payload, now):
             return False
         self.reply = payload
         self.received_at = now

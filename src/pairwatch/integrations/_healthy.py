@@ -1,0 +1,190 @@
+"""A buffered exchange that stays healthy, kept in one tuple until its reply closes it.
+
+Why: nearly every buffered exchange is healthy (a well-formed request with distinct ids, a
+JSON reply that answers every id, in order and in time).  For those, the general steps (a
+quick batch and an exchange record opened, the reply checked for the usual shape, paired,
+then handed to the sink) are objects and Python calls around two list comparisons, and
+they were most of what pairwatch added to a one-request call.
+
+So the skeleton (:mod:`pairwatch.integrations._exchange`) first tries :func:`begin` on a
+buffered call.  It opens the batch as :func:`~pairwatch.integrations._request.open_exchange`
+and :meth:`~pairwatch.pairing.quick.QuickBatch.open` would (the same checks, the same budget
+taken, the same deadline) and keeps what they would keep in a :class:`Begun`.  Once the
+library has read the body, :func:`replied` pairs it as
+:meth:`~pairwatch.integrations._request.Exchange.whole` would and queues its metrics as the
+sink would (:meth:`~pairwatch.sink.Sink.paired_whole`).  At the first thing that is not
+that (a redirect, a 202, a body that is not the usual JSON reply or does not pair, a hook,
+captured payloads or spans that read a ``Batch``), :func:`exchange` builds the very
+:class:`~pairwatch.integrations._request.Exchange` the general path holds at that point,
+and the general path goes on from there, so nothing is counted differently
+(``tests/integrations/test_healthy_send.py`` runs each case both ways).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pairwatch import guard, switch
+from pairwatch.channel import Options
+from pairwatch.exchange_channel import ExchangeChannel
+from pairwatch.integrations._request import REDIRECTS, Exchange, Request, open_exchange
+from pairwatch.integrations._stream import usual_bytes
+from pairwatch.otel.current import get_current
+from pairwatch.pairing import wire
+from pairwatch.pairing.limits import process_budget
+from pairwatch.pairing.quick import QuickBatch
+from pairwatch.prepared import Parts, exchange_parts
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+
+    from pairwatch.integrations._exchange import HttpClient
+
+__all__ = ["ENABLED", "Begun", "begin", "exchange", "replied"]
+
+ENABLED = True
+"""Off only in the tests that run the same exchanges through the general path."""
+
+_REQUEST = wire.Kind.REQUEST
+_RESULT = wire.Kind.RESULT
+
+
+class Begun(NamedTuple):
+    """What a healthy exchange's quick batch holds before its reply, and where it came from."""
+
+    parts: Parts
+    payload: wire.Payload
+    plain: wire.Plain
+    sent_at: float
+    deadline: float
+    context: Context | None
+    read_timeout: float | None
+    raw: object
+
+
+def begin(
+    client: HttpClient,
+    options: Options,
+    payload: wire.Payload,
+    request: Request,
+    host: str | None,
+    current: Context | None,
+) -> Begun | Exchange:
+    """Open a buffered exchange as :func:`open_exchange` would: a :class:`Begun` for a batch
+    the quick books may keep, else the general path's :class:`Exchange`."""
+    body, read_timeout = request.body, request.read_timeout
+    plain = payload.plain
+    if options.capture_payloads or not switch.on or plain is None:
+        integration = client.integration
+        return open_exchange(payload, options, integration, host, body, read_timeout, current)
+    parts = exchange_parts(options, client.integration, host)
+    try:
+        begun = _open(parts, payload, plain, read_timeout, body, current)
+    except Exception as exc:  # as open_exchange: reported, and nothing is recorded
+        guard.report("sent", exc, parts[1].internal_error)
+        return Exchange(ExchangeChannel.holding(parts, None), payload, read_timeout, body)
+    if begun is None:  # the ledger keeps this batch from the start, as open_exchange
+        channel = ExchangeChannel.holding(parts, None)
+        channel.sent_parsed(payload, body, read_timeout, current)
+        return Exchange(channel, payload, read_timeout, body)
+    return begun
+
+
+def _open(
+    parts: Parts,
+    payload: wire.Payload,
+    plain: wire.Plain,
+    read_timeout: float | None,
+    body: object,
+    current: Context | None,
+) -> Begun | None:
+    """:meth:`QuickBatch.open`, keeping its fields in a :class:`Begun`."""
+    now = parts[0].clock()
+    deadline = QuickBatch.admit(payload, now, read_timeout, parts[3], process_budget())
+    if deadline is None:
+        return None
+    ctx = (get_current() if current is None else current) if parts[1].spans else None
+    return Begun(parts, payload, plain, now, deadline, ctx, read_timeout, body)
+
+
+def _quick(begun: Begun) -> QuickBatch:
+    """The quick batch :meth:`QuickBatch.open` would have made (its budget already taken)."""
+    return QuickBatch(
+        begun.payload, begun.plain, begun.sent_at, begun.context, begun.read_timeout,
+        begun.deadline, process_budget(),
+    )  # fmt: skip
+
+
+def exchange(begun: Begun) -> Exchange:
+    """The exchange the general path holds for this batch, its reply not yet seen."""
+    found = Exchange(None, begun.payload, begun.read_timeout, begun.raw)
+    found._parts, found._quick = begun.parts, _quick(begun)
+    return found
+
+
+def replied(begun: Begun, client: HttpClient, response: Any) -> Exchange | None:
+    """The body the library has read and keeps: a reply that pairs whole closes the batch
+    here (None); for a body that is not the usual JSON reply, the exchange to show it to
+    the general path's way (:func:`~pairwatch.integrations._exchange.show_whole`)."""
+    try:
+        status, content_type = client.status_and_type(response)
+        body = client.body(response)
+    except Exception as exc:  # the caller has its body: report, never raise
+        held = exchange(begun)
+        guard.report(client.integration + "_attach", exc, held.internal_error())
+        held.close("closed")
+        return None
+    if status == 202 or status in REDIRECTS or not switch.on:
+        return exchange(begun)  # a redirect is remembered by the client's reply()
+    try:
+        reply = wire.parse_healthy(body, _RESULT) if usual_bytes(body, content_type) else None
+        if reply is None:
+            return exchange(begun)
+        parts = begun.parts
+        now = parts[0].clock()
+        read_timeout = begun.read_timeout
+        deadline = begun.deadline
+        # As Exchange.whole, then QuickBatch.postpone: a finite read timeout moves the
+        # deadline to now + that timeout, never earlier.
+        postponed = read_timeout is not None and math.isfinite(read_timeout)
+        if postponed and now + read_timeout > deadline:  # type: ignore[operator]
+            deadline = now + read_timeout  # type: ignore[operator]
+        else:
+            postponed = False
+        payload = begun.payload
+        sink = parts[5]
+        telemetry = parts[1]
+        try:
+            closes_here = (
+                QuickBatch.answers(payload, deadline, reply, now)
+                and sink.on_closed is None
+                and not telemetry.spans
+            )
+        except Exception:  # the general step below meets the same failure and reports it
+            closes_here = False
+        if not closes_here:
+            # The general path's own step, at this clock reading: the quick batch pairs or
+            # declines it, and a Batch is built for whatever reads one.
+            held = exchange(begun)
+            quick = held._quick
+            assert quick is not None
+            if postponed:
+                quick.postpone(now, read_timeout)  # type: ignore[arg-type]
+            held.replied_at(reply, body, now, "body_end")
+            return None
+    except Exception as exc:  # as Exchange.whole: reported, then closed
+        held = exchange(begun)
+        guard.report("tap_end", exc, held.internal_error())
+        guard.shielded("tap_close", held.close, "closed")
+        return None
+    n = len(begun.plain.keys)
+    process_budget().release(n)
+    try:
+        telemetry.healthy_closed(
+            sink.labels, payload.is_batch, n, begun.plain.methods,  # type: ignore[arg-type]
+            now - begun.sent_at, "body_end",
+        )  # fmt: skip
+    except Exception as exc:
+        guard.report("telemetry", exc, telemetry.internal_error)
+    return None
