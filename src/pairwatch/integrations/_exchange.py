@@ -219,20 +219,14 @@ def _opened(streamed: Streamed | None) -> Exchange | None:
     return None if streamed is None else streamed.exchange
 
 
-def _wants_read(client: HttpClient, kwargs: dict[str, Any]) -> bool:
-    """Whether the skeleton reads the body for the caller: a buffered call that the library
-    is asked to send as a stream (see :class:`HttpClient`)."""
+def _plan(client: HttpClient, kwargs: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """Whether the skeleton reads the body for the caller (a buffered call sent as a
+    stream), and the keyword arguments the library is called with."""
     flag = client.stream_flag
     if flag is None:
-        return False
+        return False, kwargs
     streaming = client.streaming
-    return bool(kwargs.get(flag, not streaming) != streaming)
-
-
-def _sent(client: HttpClient, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments the library is called with."""
-    flag = client.stream_flag
-    return kwargs if flag is None else {**kwargs, flag: client.streaming}
+    return kwargs.get(flag, not streaming) != streaming, {**kwargs, flag: streaming}
 
 
 def _attach(
@@ -292,16 +286,15 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if ACTIVE.get():
             return wrapped(*args, **kwargs)
         opts = options()
-        wants_read = _wants_read(client, kwargs)
+        wants_read, sent = _plan(client, kwargs)
         exchange = _begin(client, opts, instance, args, kwargs, wants_read and client.reads_whole)
         if isinstance(exchange, Begun):
-            return _healthy_send(client, exchange, wrapped, args, _sent(client, kwargs))
+            return _healthy_send(client, exchange, wrapped, args, sent)
         streamed = None
         if exchange is None:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return wrapped(*args, **kwargs)
-        sent = _sent(client, kwargs)
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = wrapped(*args, **sent)
@@ -369,16 +362,15 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if ACTIVE.get():
             return await wrapped(*args, **kwargs)
         opts = options()
-        wants_read = _wants_read(client, kwargs)
+        wants_read, sent = _plan(client, kwargs)
         exchange = _begin(client, opts, instance, args, kwargs, wants_read and client.reads_whole)
         if isinstance(exchange, Begun):
-            return await _healthy_asend(client, exchange, wrapped, args, _sent(client, kwargs))
+            return await _healthy_asend(client, exchange, wrapped, args, sent)
         streamed = None
         if exchange is None:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
             if streamed is None:
                 return await wrapped(*args, **kwargs)
-        sent = _sent(client, kwargs)
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = await wrapped(*args, **sent)

@@ -79,31 +79,16 @@ def begin(
         integration = client.integration
         return open_exchange(payload, options, integration, host, body, read_timeout, current)
     parts = exchange_parts(options, client.integration, host)
-    try:
-        begun = _open(parts, payload, plain, read_timeout, body, current)
+    try:  # QuickBatch.open, keeping its fields in a Begun
+        now = options.clock()
+        deadline = QuickBatch.admit(payload, now, read_timeout, parts[3], process_budget())
     except Exception as exc:  # as open_exchange: reported, and nothing is recorded
         guard.report("sent", exc, parts[1].internal_error)
         return Exchange(ExchangeChannel.holding(parts, None), payload, read_timeout, body)
-    if begun is None:  # the ledger keeps this batch from the start, as open_exchange
+    if deadline is None:  # the ledger keeps this batch from the start, as open_exchange
         channel = ExchangeChannel.holding(parts, None)
         channel.sent_parsed(payload, body, read_timeout, current)
         return Exchange(channel, payload, read_timeout, body)
-    return begun
-
-
-def _open(
-    parts: Parts,
-    payload: wire.Payload,
-    plain: wire.Plain,
-    read_timeout: float | None,
-    body: object,
-    current: Context | None,
-) -> Begun | None:
-    """:meth:`QuickBatch.open`, keeping its fields in a :class:`Begun`."""
-    now = parts[0].clock()
-    deadline = QuickBatch.admit(payload, now, read_timeout, parts[3], process_budget())
-    if deadline is None:
-        return None
     ctx = (get_current() if current is None else current) if parts[1].spans else None
     return Begun(parts, payload, plain, now, deadline, ctx, read_timeout, body)
 

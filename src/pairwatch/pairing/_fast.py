@@ -123,20 +123,24 @@ def _single(method: str) -> list[str]:
     return found
 
 
-def _plain(raw: bytes | str, hint: str) -> Payload | None:
-    """The whole payload as columns when every element has the healthy shape, else None.
+def plain(raw: bytes | str, hint: str) -> Payload | None:
+    """The whole payload as columns when every element has the healthy shape of ``hint``'s
+    direction, else None.
 
     msgspec validates each element in C (version, id type and length, method or result,
-    no error), so a healthy body costs one decode and two list comprehensions.
+    no error), so a healthy body costs one decode and two list comprehensions.  ASCII
+    bodies only: anything else is left to :func:`parse_bytes`' checks.
     """
+    if not raw.isascii():
+        return None
     try:
         if hint is Kind.REQUEST:
             requests = _plain_requests.decode(raw)
             if isinstance(requests, list):
                 if len(requests) == 1:  # no comprehension (a function call) for one element
                     one = requests[0]
-                    plain = Plain(Kind.REQUEST, (one.id,), _single(one.method))
-                    return Payload(True, None, None, plain)
+                    columns = Plain(Kind.REQUEST, (one.id,), _single(one.method))
+                    return Payload(True, None, None, columns)
                 if not requests:
                     return None
                 keys: list[Any] = [e.id for e in requests]
@@ -157,16 +161,10 @@ def _plain(raw: bytes | str, hint: str) -> Payload | None:
     return Payload(False, None, None, Plain(Kind.RESULT, (results.id,), None))
 
 
-def plain(raw: bytes | str, hint: str) -> Payload | None:
-    """The payload when every element has the healthy shape of ``hint``'s direction, else
-    None (ASCII bodies only: anything else is left to :func:`parse_bytes`' checks)."""
-    return _plain(raw, hint) if raw.isascii() else None
-
-
 def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     """Classify a JSON body, or return None to let the stdlib path decide."""
-    if hint is not None and raw.isascii():
-        found = _plain(raw, hint)
+    if hint is not None:
+        found = plain(raw, hint)
         if found is not None:
             return found
     if not raw.isascii():
