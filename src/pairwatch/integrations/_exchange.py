@@ -51,6 +51,7 @@ from pairwatch.pairing import wire
 __all__ = [
     "ACTIVE",
     "REDIRECTS",
+    "Begun",
     "Exchange",
     "HttpClient",
     "Reply",
@@ -97,6 +98,9 @@ class HttpClient:
     # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
     # instead of teeing the response's reads (httpx, requests).
     reads_whole = False
+    # The library's attach takes an exchange opened the quick way (a Begun) and builds the
+    # exchange from it only when the body needs more than a whole read (aiohttp's TapOnNeed).
+    attaches_begun = False
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         """Where the request body and URL are in this call; None when there is no body."""
@@ -113,6 +117,12 @@ class HttpClient:
     ) -> Tap | TapOnNeed | None:
         """Show the response body to a tap (or to a stand-in that builds one on need,
         :class:`TapOnNeed`); return it while the body is still to come."""
+        raise NotImplementedError
+
+    def attach_begun(
+        self, begun: Begun, response: Any, instance: Any, kwargs: dict[str, Any]
+    ) -> None:
+        """:meth:`attach` for an exchange opened the quick way (``attaches_begun`` only)."""
         raise NotImplementedError
 
     def stream_request(
@@ -148,10 +158,11 @@ def _begin(
     instance: Any,
     args: tuple[Any, ...],
     kwargs: Any,
-    buffered: bool = False,
+    quick: bool = False,
 ) -> Exchange | Begun | None:
-    """Open the exchange of this call; a buffered call whose request has the healthy shape
-    opens the quick way (:mod:`pairwatch.integrations._healthy`)."""
+    """Open the exchange of this call; with ``quick`` (a buffered call, or a library whose
+    attach takes a Begun), a request of the healthy shape opens the quick way
+    (:mod:`pairwatch.integrations._healthy`)."""
     try:
         request = client.request(instance, args, kwargs)
         payload = None if request is None else client.payload(request)
@@ -160,7 +171,7 @@ def _begin(
         host = request.host or host_of(request.url)
         current = get_current()  # read once: the span parent and the propagation
         opened: Exchange | Begun
-        if buffered and payload.plain is not None and _healthy.ENABLED:
+        if quick and payload.plain is not None and _healthy.ENABLED:
             opened = _healthy.begin(client, options, payload, request, host, current)
         else:
             opened = open_exchange(
@@ -363,9 +374,12 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             return await wrapped(*args, **kwargs)
         opts = options()
         wants_read, sent = _plan(client, kwargs)
-        exchange = _begin(client, opts, instance, args, kwargs, wants_read and client.reads_whole)
+        quick = (wants_read and client.reads_whole) or client.attaches_begun
+        exchange = _begin(client, opts, instance, args, kwargs, quick)
         if isinstance(exchange, Begun):
-            return await _healthy_asend(client, exchange, wrapped, args, sent)
+            if client.reads_whole:
+                return await _healthy_asend(client, exchange, wrapped, args, sent)
+            return await _begun_attach(client, exchange, wrapped, instance, args, kwargs)
         streamed = None
         if exchange is None:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
@@ -426,4 +440,29 @@ async def _healthy_asend(
     rest = _healthy.replied(begun, client, response)
     if rest is not None:
         show_whole(client, rest, response)
+    return response
+
+
+async def _begun_attach(
+    client: HttpClient,
+    begun: Begun,
+    wrapped: Callable[..., Any],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """:func:`async_send`'s steps for a call opened the quick way whose library attaches
+    to the response itself (``attaches_begun``)."""
+    token = ACTIVE.set(True)
+    try:
+        response = await wrapped(*args, **kwargs)
+    except BaseException:
+        _healthy.exchange(begun).close("send_failed")
+        raise
+    finally:
+        ACTIVE.reset(token)
+    try:
+        client.attach_begun(begun, response, instance, kwargs)  # closes what it opened on failure
+    except Exception as exc:  # defensive: the library's attach reports its own failures
+        guard.report(client.integration + "_attach", exc, begun.parts[1].internal_error)
     return response

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from pairwatch.integrations._exchange import HttpClient
 
-__all__ = ["ENABLED", "Begun", "begin", "exchange", "replied"]
+__all__ = ["ENABLED", "Begun", "begin", "exchange", "replied", "reply_body"]
 
 ENABLED = True
 """Off only in the tests that run the same exchanges through the general path."""
@@ -120,8 +120,16 @@ def replied(begun: Begun, client: HttpClient, response: Any) -> Exchange | None:
         guard.report(client.integration + "_attach", exc, held.internal_error())
         held.close("closed")
         return None
-    if status == 202 or status in REDIRECTS or not switch.on:
+    if status == 202 or status in REDIRECTS:
         return exchange(begun)  # a redirect is remembered by the client's reply()
+    return reply_body(begun, body, content_type)
+
+
+def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange | None:
+    """A whole body answered here: a reply that pairs whole closes the batch (None); for any
+    other body, the exchange to show it to the general path's way (``Exchange.whole``)."""
+    if not switch.on:
+        return exchange(begun)
     try:
         reply = wire.parse_healthy(body, _RESULT) if usual_bytes(body, content_type) else None
         if reply is None:
