@@ -98,6 +98,14 @@ def main(argv: list[str] | None = None) -> int:
             repeats=5 if short else 15,
             per_block=200 if short else 1000,
         )
+        from _minimal import run_minimal
+
+        run_minimal(
+            results,
+            sizes=(1,) if short else (1, 100),
+            repeats=5 if short else 15,
+            per_block=200 if short else 1000,
+        )
     if "stream" in only:
         from _stream import run_stream
 
