@@ -136,9 +136,10 @@ class HttpClient:
         """A buffered response's Content-Type, status and Location (``reads_whole`` only)."""
         raise NotImplementedError
 
-    def status_and_type(self, response: Any) -> tuple[object, str | None]:
-        """A buffered response's status and Content-Type, read before anything else of it
-        (``reads_whole`` only; a redirect is then read again by :meth:`reply`)."""
+    def whole_reply(self, response: Any) -> tuple[object, str | None, bytes]:
+        """A buffered response's status, Content-Type and body as :meth:`body` gives it, for
+        an exchange opened the quick way (``reads_whole`` only; a redirect is then read
+        again by :meth:`reply`)."""
         raise NotImplementedError
 
     def body(self, response: Any) -> bytes:

@@ -113,8 +113,7 @@ def replied(begun: Begun, client: HttpClient, response: Any) -> Exchange | None:
     here (None); for a body that is not the usual JSON reply, the exchange to show it to
     the general path's way (:func:`~pairwatch.integrations._exchange.show_whole`)."""
     try:
-        status, content_type = client.status_and_type(response)
-        body = client.body(response)
+        status, content_type, body = client.whole_reply(response)
     except Exception as exc:  # the caller has its body: report, never raise
         held = exchange(begun)
         guard.report(client.integration + "_attach", exc, held.internal_error())

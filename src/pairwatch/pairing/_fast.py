@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from pairwatch.pairing.depth import MAX_DEPTH, too_deep
 from pairwatch.pairing.elements import (
     ABSENT,
     MAX_ID_CHARS,
@@ -36,7 +37,7 @@ from pairwatch.pairing.elements import (
     classify_members,
 )
 
-__all__ = ["has_jsonrpc_member", "parse_bytes", "plain"]
+__all__ = ["has_jsonrpc_member", "healthy", "parse_bytes"]
 
 _UNSET: Any = msgspec.UNSET
 
@@ -123,15 +124,24 @@ def _single(method: str) -> list[str]:
     return found
 
 
-def plain(raw: bytes | str, hint: str) -> Payload | None:
-    """The whole payload as columns when every element has the healthy shape of ``hint``'s
-    direction, else None.
+def healthy(raw: object, hint: str) -> Payload | None:
+    """The whole payload as columns when ``raw`` is JSON-RPC whose every element has the
+    healthy shape of ``hint``'s direction, else None
+    (:func:`pairwatch.pairing.wire.parse_healthy`).
 
+    A body without the word ``jsonrpc`` is never decoded (a substring search), nor one that
+    could nest too deep, nor one that is not ASCII (left to :func:`parse_bytes`' checks).
     msgspec validates each element in C (version, id type and length, method or result,
-    no error), so a healthy body costs one decode and two list comprehensions.  ASCII
-    bodies only: anything else is left to :func:`parse_bytes`' checks.
+    no error), so a healthy body costs one decode and two list comprehensions.
     """
-    if not raw.isascii():
+    if type(raw) is bytes:
+        # find, not ``in``: bytes' ``in`` tries the operand as an int first and formats a
+        # TypeError it then drops.
+        if raw.find(b"jsonrpc") < 0:
+            return None
+    elif type(raw) is not str or "jsonrpc" not in raw:
+        return None
+    if not raw.isascii() or (len(raw) > MAX_DEPTH and too_deep(raw)):
         return None
     try:
         if hint is Kind.REQUEST:
@@ -164,7 +174,7 @@ def plain(raw: bytes | str, hint: str) -> Payload | None:
 def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     """Classify a JSON body, or return None to let the stdlib path decide."""
     if hint is not None:
-        found = plain(raw, hint)
+        found = healthy(raw, hint)
         if found is not None:
             return found
     if not raw.isascii():

@@ -123,23 +123,14 @@ def parse(payload: object, hint: str | None = None) -> Payload:
     return parse_stdlib(payload)
 
 
-def parse_healthy(payload: object, hint: str) -> Payload | None:
+def parse_healthy(raw: object, hint: str) -> Payload | None:
     """:func:`parse` for a body that is JSON-RPC of the healthy shape (every element a
     well-formed request, or result, as ``hint`` says), else None, having decoded it once.
 
     Lets an integration skip :func:`sniff` for the traffic it sees nearly always: a body of
-    that shape is JSON-RPC by construction.
+    that shape is JSON-RPC by construction.  Without msgspec there is no such shortcut.
     """
-    if type(payload) is bytes:
-        # A substring search: other bodies are never decoded.  find, not ``in``: bytes'
-        # ``in`` tries the operand as an int first and formats a TypeError it then drops.
-        if payload.find(b"jsonrpc") < 0:
-            return None
-    elif type(payload) is not str or "jsonrpc" not in payload:
-        return None
-    if _healthy is None or (len(payload) > MAX_DEPTH and too_deep(payload)):
-        return None
-    return _healthy(payload, hint)
+    return None
 
 
 def parse_stdlib(payload: object) -> Payload:
@@ -256,11 +247,10 @@ def is_spec_empty_reply(payload: Payload) -> bool:
 
 
 _fast: Callable[[bytes | str, str | None], Payload | None] | None
-_healthy: Callable[[bytes | str, str], Payload | None] | None
 _probe: Callable[[str], bool] | None
 try:  # the optional speed-up
     from pairwatch.pairing._fast import has_jsonrpc_member as _probe
+    from pairwatch.pairing._fast import healthy as parse_healthy  # the shortcut itself
     from pairwatch.pairing._fast import parse_bytes as _fast
-    from pairwatch.pairing._fast import plain as _healthy
 except ImportError:  # msgspec not installed: the stdlib path only
-    _fast = _probe = _healthy = None
+    _fast = _probe = None
