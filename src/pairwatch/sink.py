@@ -145,29 +145,45 @@ class Sink:
         if self.on_closed is not None or self.capture is not None:
             self.batch_closed(quick.close(reason, now))
             return
-        telemetry = self.telemetry
-        if telemetry.spans:
-            try:
-                decided = telemetry.span_writer.decide(
-                    quick.context, quick.payload.is_batch, self.labels.side == "server"
-                )
-            except Exception as exc:  # a broken sampler costs this batch its spans only
-                guard.report("telemetry", exc, telemetry.internal_error)
-                decided = None
-            if decided is not None:  # recorded, or LATER: start_span decides in the drain
-                batch = quick.close(reason, now)
-                self.batch_closed(batch, decided if isinstance(decided, Decided) else None)
-                return
+        decided = self.decide(quick.context, quick.payload.is_batch)
+        if decided is not None:
+            self.paired_decided(quick, reason, now, decided)
+            return
         quick.release()
+        self.healthy_closed(
+            quick.payload.is_batch,
+            len(quick.keys),
+            quick.methods,
+            quick.received_at - quick.sent_at,
+            reason,
+        )
+
+    def decide(self, context: object, is_batch: bool) -> object | None:
+        """The batch span's sampling decision for a batch that paired whole, asked once, as
+        the drain would ask it: None when no span is recorded (spans off, dropped, or a
+        broken sampler, reported: it costs this batch its spans only)."""
+        telemetry = self.telemetry
+        if not telemetry.spans:
+            return None
         try:
-            telemetry.healthy_closed(
-                self.labels,
-                quick.payload.is_batch,
-                len(quick.keys),
-                quick.methods,
-                quick.received_at - quick.sent_at,
-                reason,
-            )
+            return telemetry.span_writer.decide(context, is_batch, self.labels.side == "server")
+        except Exception as exc:
+            guard.report("telemetry", exc, telemetry.internal_error)
+            return None
+
+    def paired_decided(self, quick: QuickBatch, reason: str, now: float, decided: object) -> None:
+        """Close a paired quick batch whose span :meth:`decide` recorded (or left to
+        ``start_span`` in the drain: ``LATER``)."""
+        batch = quick.close(reason, now)
+        self.batch_closed(batch, decided if isinstance(decided, Decided) else None)
+
+    def healthy_closed(
+        self, is_batch: bool, n: int, methods: list[str], latency: float, reason: str
+    ) -> None:
+        """Queue the metrics of a batch that paired whole, from its values alone."""
+        telemetry = self.telemetry
+        try:
+            telemetry.healthy_closed(self.labels, is_batch, n, methods, latency, reason)
         except Exception as exc:
             guard.report("telemetry", exc, telemetry.internal_error)
 

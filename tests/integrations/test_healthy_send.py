@@ -27,6 +27,9 @@ import httpx
 import pytest
 import requests
 from http_drivers import HOOKS, SCRIPTS
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from otel_support import FakeClock, Otel
 
 import pairwatch
@@ -88,6 +91,7 @@ SCENARIOS: dict[str, tuple[bytes, int, dict[str, str], list[bytes], bool, float]
 OPTION_SETS = {
     "spans_off": {"spans": False},
     "spans_on": {"spans": True},
+    "spans_dropped": {"spans": True, "sampler": ALWAYS_OFF},  # the sampler drops every batch
     "hook": {"spans": True, "hook": True},
 }
 TIMEOUT = 5.0  # every client's read timeout: the batch's deadline follows it
@@ -169,9 +173,13 @@ def _run(
     monkeypatch.setattr(_healthy, "ENABLED", quick)
     closed: list[dict[str, Any]] = []
     settings = OPTION_SETS[option_set]
+    tracer_provider = otel.tracer_provider
+    if "sampler" in settings:
+        tracer_provider = TracerProvider(sampler=settings["sampler"])
+        tracer_provider.add_span_processor(SimpleSpanProcessor(otel.exporter))
     options = {
         "meter_provider": otel.meter_provider,
-        "tracer_provider": otel.tracer_provider,
+        "tracer_provider": tracer_provider,
         "clock": clock,
         "spans": settings["spans"],
     }

@@ -146,12 +146,11 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
             postponed = False
         payload = begun.payload
         sink = parts[5]
-        telemetry = parts[1]
         try:
             closes_here = (
                 QuickBatch.answers(payload, deadline, reply, now)
                 and sink.on_closed is None
-                and not telemetry.spans
+                and sink.capture is None
             )
         except Exception:  # the general step below meets the same failure and reports it
             closes_here = False
@@ -170,13 +169,20 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
         guard.report("tap_end", exc, held.internal_error())
         guard.shielded("tap_close", held.close, "closed")
         return None
-    n = len(begun.plain.keys)
-    process_budget().release(n)
-    try:
-        telemetry.healthy_closed(
-            sink.labels, payload.is_batch, n, begun.plain.methods,  # type: ignore[arg-type]
-            now - begun.sent_at, "body_end",
-        )  # fmt: skip
-    except Exception as exc:
-        guard.report("telemetry", exc, telemetry.internal_error)
+    try:  # as Sink.paired_whole: a recorded batch span needs the Batch, nothing else does
+        decided = sink.decide(begun.context, payload.is_batch)
+        if decided is not None:
+            quick = _quick(begun)
+            if postponed:
+                quick.postpone(now, read_timeout)  # type: ignore[arg-type]
+            quick.reply, quick.received_at = reply, now
+            sink.paired_decided(quick, "body_end", now, decided)
+            return None
+        plain = begun.plain
+        n = len(plain.keys)
+        process_budget().release(n)
+        latency = now - begun.sent_at
+        sink.healthy_closed(payload.is_batch, n, plain.methods or [], latency, "body_end")
+    except Exception as exc:  # as Exchange.replied_at
+        guard.report("close", exc, parts[1].internal_error)
     return None
