@@ -40,11 +40,11 @@ def _minimal_client(size: int) -> Callable[[int], object]:
         return httpx.Response(200, content=reply, headers=HEADERS)
 
     def observe(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        sent = _fast.plain(args[0].content, "request")
+        sent = _fast.healthy(args[0].content, "request")
         started = time.monotonic()
         response = wrapped(*args, **{**kwargs, "stream": True})
         response.read()
-        got = _fast.plain(response.content, "result")
+        got = _fast.healthy(response.content, "result")
         if (
             sent is not None
             and got is not None

@@ -261,7 +261,7 @@ def _attach(
         tap.abandon_with(response)  # a stream the caller may drop before its end
 
 
-def show_whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
+def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
     """The body the library has read, to the books in one piece.
 
     Why not the tee: the tee's wrappers live on the response and cost a few dozen calls per
@@ -328,7 +328,7 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             except BaseException:
                 _whole_failed(client, exchange, response)
                 raise
-            show_whole(client, exchange, response)
+            _whole(client, exchange, response)
             return response
         _attach(client, exchange, response, instance, kwargs, wants_read)
         if wants_read:
@@ -361,7 +361,7 @@ def _healthy_send(
         raise
     rest = _healthy.replied(begun, client, response)
     if rest is not None:
-        show_whole(client, rest, response)
+        _whole(client, rest, response)
     return response
 
 
@@ -407,7 +407,7 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
             except BaseException:
                 _whole_failed(client, exchange, response)
                 raise
-            show_whole(client, exchange, response)
+            _whole(client, exchange, response)
             return response
         _attach(client, exchange, response, instance, kwargs, wants_read)
         if wants_read:
@@ -440,7 +440,7 @@ async def _healthy_asend(
         raise
     rest = _healthy.replied(begun, client, response)
     if rest is not None:
-        show_whole(client, rest, response)
+        _whole(client, rest, response)
     return response
 
 

@@ -7,14 +7,17 @@ then handed to the sink) are objects and Python calls around two list comparison
 they were most of what pairwatch added to a one-request call.
 
 So the skeleton (:mod:`pairwatch.integrations._exchange`) first tries :func:`begin` on a
-buffered call.  It opens the batch as :func:`~pairwatch.integrations._request.open_exchange`
-and :meth:`~pairwatch.pairing.quick.QuickBatch.open` would (the same checks, the same budget
-taken, the same deadline) and keeps what they would keep in a :class:`Begun`.  Once the
-library has read the body, :func:`replied` pairs it as
-:meth:`~pairwatch.integrations._request.Exchange.whole` would and queues its metrics as the
-sink would (:meth:`~pairwatch.sink.Sink.paired_whole`).  At the first thing that is not
-that (a redirect, a 202, a body that is not the usual JSON reply or does not pair, a hook,
-captured payloads or spans that read a ``Batch``), :func:`exchange` builds the very
+buffered call (and on every aiohttp call, whose body stand-in,
+:class:`~pairwatch.integrations._tap_on_need.TapOnNeed`, holds what it returns).  It opens
+the batch as :func:`~pairwatch.integrations._request.open_exchange` and
+:meth:`~pairwatch.pairing.quick.QuickBatch.open` would (the same checks, the same budget
+taken, the same deadline) and keeps what they would keep in a :class:`Begun`.  Once the body
+has been read whole, :func:`reply_body` (through :func:`replied` for httpx and requests)
+pairs it as :meth:`~pairwatch.integrations._request.Exchange.whole` would and closes it as
+the sink would (:meth:`~pairwatch.sink.Sink.paired_whole`): the sampler is asked once, and
+only a recorded batch span gets a ``Batch``.  At the first thing that is not
+that (a redirect, a 202, a body that is not the usual JSON reply or does not pair, a hook
+that reads every ``Batch``), :func:`exchange` builds the very
 :class:`~pairwatch.integrations._request.Exchange` the general path holds at that point,
 and the general path goes on from there, so nothing is counted differently
 (``tests/integrations/test_healthy_send.py`` runs each case both ways).
@@ -111,7 +114,7 @@ def exchange(begun: Begun) -> Exchange:
 def replied(begun: Begun, client: HttpClient, response: Any) -> Exchange | None:
     """The body the library has read and keeps: a reply that pairs whole closes the batch
     here (None); for a body that is not the usual JSON reply, the exchange to show it to
-    the general path's way (:func:`~pairwatch.integrations._exchange.show_whole`)."""
+    the general path's way (the skeleton shows it the general way)."""
     try:
         status, content_type, body = client.whole_reply(response)
     except Exception as exc:  # the caller has its body: report, never raise
@@ -129,21 +132,21 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
     other body, the exchange to show it to the general path's way (``Exchange.whole``)."""
     if not switch.on:
         return exchange(begun)
+    held: Exchange | None = None
     try:
         reply = wire.parse_healthy(body, _RESULT) if usual_bytes(body, content_type) else None
         if reply is None:
             return exchange(begun)
         parts = begun.parts
         now = parts[0].clock()
-        read_timeout = begun.read_timeout
-        deadline = begun.deadline
         # As Exchange.whole, then QuickBatch.postpone: a finite read timeout moves the
         # deadline to now + that timeout, never earlier.
-        postponed = read_timeout is not None and math.isfinite(read_timeout)
-        if postponed and now + read_timeout > deadline:  # type: ignore[operator]
-            deadline = now + read_timeout  # type: ignore[operator]
-        else:
-            postponed = False
+        push = begun.read_timeout
+        if push is not None and not math.isfinite(push):
+            push = None  # waits forever: nothing to postpone by
+        deadline = begun.deadline
+        if push is not None and now + push > deadline:
+            deadline = now + push
         payload = begun.payload
         sink = parts[5]
         try:
@@ -160,12 +163,12 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
             held = exchange(begun)
             quick = held._quick
             assert quick is not None
-            if postponed:
-                quick.postpone(now, read_timeout)  # type: ignore[arg-type]
+            if push is not None:
+                quick.postpone(now, push)
             held.replied_at(reply, body, now, "body_end")
             return None
     except Exception as exc:  # as Exchange.whole: reported, then closed
-        held = exchange(begun)
+        held = held or exchange(begun)
         guard.report("tap_end", exc, held.internal_error())
         guard.shielded("tap_close", held.close, "closed")
         return None
@@ -173,8 +176,8 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
         decided = sink.decide(begun.context, payload.is_batch)
         if decided is not None:
             quick = _quick(begun)
-            if postponed:
-                quick.postpone(now, read_timeout)  # type: ignore[arg-type]
+            if push is not None:
+                quick.postpone(now, push)
             quick.reply, quick.received_at = reply, now
             sink.paired_decided(quick, "body_end", now, decided)
             return None
