@@ -173,30 +173,24 @@ class BatchRecords:
         ``n`` requests that paired whole (diagnosis ``ok``).
 
         A batch of one method (nearly every one) finds its four accumulators under one key,
-        once per drain, and feeds them here, written out: this runs once per healthy
-        exchange, and the calls cost more than the list operations they make.
+        once per drain: this runs once per healthy exchange.
         """
         try:
             sums = self._sums
             current = sums.current = sums.current + 1
             first = methods[0]
-            if n != 1 and methods.count(first) != n:
-                self._record_healthy_mixed(labels, is_batch, n, methods, latency, reason)
+            if n != 1 and methods.count(first) != n:  # several methods
+                if is_batch not in labels.zeroed:
+                    self._zeros(zeros.batch_rows(labels, is_batch))
+                attrs = labels.by_batch[is_batch]
+                self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
+                self._record_one_latency(labels, is_batch, methods, n, latency, None)
                 return
             found = sums.found.get((_HEALTHY, labels, is_batch, reason, first))
             if found is None:
                 found = self._healthy_sums(labels, is_batch, first, reason)
             sizes, closed, requests, latencies = found
-            runs = sizes[2]  # as _feed_common: equal sizes in a row become one run
-            if runs and runs[-1][0] == n:
-                runs[-1] = (n, runs[-1][1] + 1)
-            else:
-                runs.append((n, 1))
-            sizes[3].append(current)
-            closed[2] += 1
-            closed[3].append(current)
-            requests[2] += n
-            requests[3].append(current)
+            _feed_common(sizes, closed, requests, n, n, current)
             latencies[2].append((latency, n))
             latencies[3].append(current)
         except Exception as exc:
@@ -215,22 +209,6 @@ class BatchRecords:
             self._latency_sums(labels, is_batch, method),
         )
         return found
-
-    def _record_healthy_mixed(
-        self,
-        labels: Labels,
-        is_batch: bool,
-        n: int,
-        methods: list[str],
-        latency: float,
-        reason: str,
-    ) -> None:
-        """:meth:`_record_healthy` of a batch of several methods."""
-        if is_batch not in labels.zeroed:
-            self._zeros(zeros.batch_rows(labels, is_batch))
-        attrs = labels.by_batch[is_batch]
-        self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
-        self._record_one_latency(labels, is_batch, methods, n, latency, None)
 
     def _record_latencies(self, labels: Labels, batch: Batch, ctx: Context | None) -> None:
         """One observation per paired id, grouped per attribute set (see sdk_fast)."""
