@@ -23,13 +23,10 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
-
 from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import _healthy
-from pairwatch.integrations._calls import Args, Kwargs
+from pairwatch.integrations._client import HttpClient, Reply
 from pairwatch.integrations._healthy import Begun
 from pairwatch.integrations._patch import Wrapper
 from pairwatch.integrations._request import (
@@ -40,11 +37,10 @@ from pairwatch.integrations._request import (
     answered_elsewhere,
     decoded_payload,
     host_of,
+    inject_context,
     open_exchange,
     request_payload,
 )
-from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._tap_on_need import TapOnNeed
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
 
@@ -66,10 +62,6 @@ __all__ = [
     "sync_send",
 ]
 
-Reply = tuple[str | None, object, object]
-"""A buffered response's Content-Type, status and Location, as :meth:`HttpClient.reply`
-gives them."""
-
 ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_http", default=False)
 """Set while a tracked exchange's wrapped call runs (per thread, per asyncio task).
 
@@ -79,78 +71,6 @@ requests or aiohttp session it posts with, or a library that calls its own wrapp
 again (requests' redirects call ``Session.send`` per hop).  The outermost tracked call is
 the exchange; nested calls pass through.
 """
-
-
-class HttpClient:
-    """What one HTTP client library tells the skeleton; subclasses fill in the blanks.
-
-    ``stream_flag``: set when the library reads a buffered body inside its send.  The
-    skeleton then sends with ``stream_flag=streaming`` (``stream=True`` for httpx and
-    requests, ``preload_content=False`` for urllib3) so the body can be tapped before anyone
-    reads it, and calls :meth:`read` (or :meth:`aread`) for a caller who did not ask for a
-    stream, as the library would have.
-    """
-
-    integration = "http"
-    stream_flag: str | None = None
-    streaming: object = True
-    # A buffered body the library keeps once read (requests' ``content``): the skeleton
-    # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
-    # instead of teeing the response's reads (httpx, requests).
-    reads_whole = False
-    # The library's attach takes an exchange opened the quick way (a Begun) and builds the
-    # exchange from it only when the body needs more than a whole read (aiohttp's TapOnNeed).
-    attaches_begun = False
-
-    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
-        """Where the request body and URL are in this call; None when there is no body."""
-        raise NotImplementedError
-
-    def payload(self, request: Request) -> wire.Payload | None:
-        """The JSON-RPC payload of the body, or None when it is not JSON-RPC."""
-        if request.parsed is not None:
-            return request.parsed
-        return decoded_payload(request.body) if request.decoded else request_payload(request.body)
-
-    def attach(
-        self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
-    ) -> Tap | TapOnNeed | None:
-        """Show the response body to a tap (or to a stand-in that builds one on need,
-        :class:`TapOnNeed`); return it while the body is still to come."""
-        raise NotImplementedError
-
-    def attach_begun(
-        self, begun: Begun, response: Any, instance: Any, kwargs: dict[str, Any]
-    ) -> None:
-        """:meth:`attach` for an exchange opened the quick way (``attaches_begun`` only)."""
-        raise NotImplementedError
-
-    def stream_request(
-        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
-    ) -> Request | None:
-        """For a request whose body is a stream: let ``streamed`` see it as it is sent and
-        say where it goes; None when the library (or this body) offers no such view."""
-        return None
-
-    def reply(self, exchange: Exchange, response: Any) -> Reply:
-        """A buffered response's Content-Type, status and Location (``reads_whole`` only)."""
-        raise NotImplementedError
-
-    def whole_reply(self, response: Any) -> tuple[object, str | None, bytes]:
-        """A buffered response's status, Content-Type and body as :meth:`body` gives it, for
-        an exchange opened the quick way (``reads_whole`` only; a redirect is then read
-        again by :meth:`reply`)."""
-        raise NotImplementedError
-
-    def body(self, response: Any) -> bytes:
-        """The body :meth:`read` has read, decoded as the caller gets it (``reads_whole``)."""
-        raise NotImplementedError
-
-    def read(self, response: Any) -> None:
-        """Read a buffered body the way the library's own send does (``stream_flag`` only)."""
-
-    async def aread(self, response: Any) -> None:
-        """:meth:`read` for a coroutine send."""
 
 
 def _begin(
@@ -173,7 +93,7 @@ def _begin(
         current = get_current()  # read once: the span parent and the propagation
         opened: Exchange | Begun
         if quick and payload.plain is not None and _healthy.ENABLED:
-            opened = _healthy.begin(client, options, payload, request, host, current)
+            opened = _healthy.begin(client.integration, options, payload, request, host, current)
         else:
             opened = open_exchange(
                 payload, options, client.integration, host, request.body, request.read_timeout,
@@ -185,23 +105,6 @@ def _begin(
     except Exception as exc:
         guard.report(client.integration + "_send", exc, None)
         return None
-
-
-def inject_context(headers: Any, current: otel_context.Context | None = None) -> None:
-    """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
-    instrumentations do, so the server's batch span joins this trace.
-
-    Nothing is added without a current span (an untraced request goes out unchanged), nor
-    over a header the caller or another instrumentation already set.
-    """
-    if current is not None and not current:
-        return  # an empty context holds no span (what get_current_span would find out)
-    if not trace.get_current_span(current).get_span_context().is_valid:
-        return
-    propagator = propagate.get_global_textmap()
-    if any(field in headers for field in propagator.fields):
-        return
-    propagator.inject(headers)
 
 
 def _begin_streamed(
@@ -276,6 +179,25 @@ def _whole(client: HttpClient, exchange: Exchange, response: Any) -> None:
         exchange.close("closed")
         return
     exchange.whole(body, content_type, answered_elsewhere(status, location))
+
+
+def _replied(client: HttpClient, begun: Begun, response: Any) -> None:
+    """:func:`_whole` for a buffered call opened the quick way: a reply that pairs whole
+    closes it (:func:`_healthy.reply_body`); a redirect, a 202 or any other body builds the
+    exchange and is shown to it the general way."""
+    try:
+        status, content_type, body = client.whole_reply(response)
+    except Exception as exc:  # the caller has its body: report, never raise
+        held = _healthy.exchange(begun)
+        guard.report(client.integration + "_attach", exc, held.internal_error())
+        held.close("closed")
+        return
+    if status == 202 or status in REDIRECTS:
+        rest: Exchange | None = _healthy.exchange(begun)  # reply() remembers a redirect
+    else:
+        rest = _healthy.reply_body(begun, body, content_type)
+    if rest is not None:
+        _whole(client, rest, response)
 
 
 def _whole_failed(client: HttpClient, exchange: Exchange, response: Any) -> None:
@@ -359,9 +281,7 @@ def _healthy_send(
     except BaseException:
         _whole_failed(client, _healthy.exchange(begun), response)
         raise
-    rest = _healthy.replied(begun, client, response)
-    if rest is not None:
-        _whole(client, rest, response)
+    _replied(client, begun, response)
     return response
 
 
@@ -438,9 +358,7 @@ async def _healthy_asend(
     except BaseException:
         _whole_failed(client, _healthy.exchange(begun), response)
         raise
-    rest = _healthy.replied(begun, client, response)
-    if rest is not None:
-        _whole(client, rest, response)
+    _replied(client, begun, response)
     return response
 
 

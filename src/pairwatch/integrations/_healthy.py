@@ -12,12 +12,12 @@ buffered call (and on every aiohttp call, whose body stand-in,
 the batch as :func:`~pairwatch.integrations._request.open_exchange` and
 :meth:`~pairwatch.pairing.quick.QuickBatch.open` would (the same checks, the same budget
 taken, the same deadline) and keeps what they would keep in a :class:`Begun`.  Once the body
-has been read whole, :func:`reply_body` (through :func:`replied` for httpx and requests)
-pairs it as :meth:`~pairwatch.integrations._request.Exchange.whole` would and closes it as
-the sink would (:meth:`~pairwatch.sink.Sink.paired_whole`): the sampler is asked once, and
-only a recorded batch span gets a ``Batch``.  At the first thing that is not
-that (a redirect, a 202, a body that is not the usual JSON reply or does not pair, a hook
-that reads every ``Batch``), :func:`exchange` builds the very
+has been read whole, :func:`reply_body` pairs it as
+:meth:`~pairwatch.integrations._request.Exchange.whole` would and closes it as the sink
+would (:meth:`~pairwatch.sink.Sink.paired_whole`): the sampler is asked once, and only a
+recorded batch span gets a ``Batch``.  At the first thing that is not that (a redirect, a
+202, a body that is not the usual JSON reply or does not pair, a hook that reads every
+``Batch``), :func:`exchange` builds the very
 :class:`~pairwatch.integrations._request.Exchange` the general path holds at that point,
 and the general path goes on from there, so nothing is counted differently
 (``tests/integrations/test_healthy_send.py`` runs each case both ways).
@@ -26,12 +26,12 @@ and the general path goes on from there, so nothing is counted differently
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pairwatch import guard, switch
 from pairwatch.channel import Options
 from pairwatch.exchange_channel import ExchangeChannel
-from pairwatch.integrations._request import REDIRECTS, Exchange, Request, open_exchange
+from pairwatch.integrations._request import Exchange, Request, open_exchange
 from pairwatch.integrations._stream import usual_bytes
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
@@ -42,9 +42,7 @@ from pairwatch.prepared import Parts, exchange_parts
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
-    from pairwatch.integrations._exchange import HttpClient
-
-__all__ = ["ENABLED", "Begun", "begin", "exchange", "replied", "reply_body"]
+__all__ = ["ENABLED", "Begun", "begin", "exchange", "reply_body"]
 
 ENABLED = True
 """Off only in the tests that run the same exchanges through the general path."""
@@ -67,7 +65,7 @@ class Begun(NamedTuple):
 
 
 def begin(
-    client: HttpClient,
+    integration: str,
     options: Options,
     payload: wire.Payload,
     request: Request,
@@ -79,9 +77,8 @@ def begin(
     body, read_timeout = request.body, request.read_timeout
     plain = payload.plain
     if options.capture_payloads or not switch.on or plain is None:
-        integration = client.integration
         return open_exchange(payload, options, integration, host, body, read_timeout, current)
-    parts = exchange_parts(options, client.integration, host)
+    parts = exchange_parts(options, integration, host)
     try:  # QuickBatch.open, keeping its fields in a Begun
         now = options.clock()
         deadline = QuickBatch.admit(payload, now, read_timeout, parts[3], process_budget())
@@ -109,22 +106,6 @@ def exchange(begun: Begun) -> Exchange:
     found = Exchange(None, begun.payload, begun.read_timeout, begun.raw)
     found._parts, found._quick = begun.parts, _quick(begun)
     return found
-
-
-def replied(begun: Begun, client: HttpClient, response: Any) -> Exchange | None:
-    """The body the library has read and keeps: a reply that pairs whole closes the batch
-    here (None); for a body that is not the usual JSON reply, the exchange to show it to
-    the general path's way (the skeleton shows it the general way)."""
-    try:
-        status, content_type, body = client.whole_reply(response)
-    except Exception as exc:  # the caller has its body: report, never raise
-        held = exchange(begun)
-        guard.report(client.integration + "_attach", exc, held.internal_error())
-        held.close("closed")
-        return None
-    if status == 202 or status in REDIRECTS:
-        return exchange(begun)  # a redirect is remembered by the client's reply()
-    return reply_body(begun, body, content_type)
 
 
 def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 
 from pairwatch import guard, switch
@@ -35,6 +36,7 @@ __all__ = [
     "answered_elsewhere",
     "decoded_payload",
     "host_of",
+    "inject_context",
     "open_exchange",
     "request_payload",
 ]
@@ -143,6 +145,23 @@ def open_exchange(
     exchange = Exchange(None, payload, read_timeout, raw)
     exchange._parts, exchange._quick = parts, quick
     return exchange
+
+
+def inject_context(headers: Any, current: Context | None = None) -> None:
+    """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
+    instrumentations do, so the server's batch span joins this trace.
+
+    Nothing is added without a current span (an untraced request goes out unchanged), nor
+    over a header the caller or another instrumentation already set.
+    """
+    if current is not None and not current:
+        return  # an empty context holds no span (what get_current_span would find out)
+    if not trace.get_current_span(current).get_span_context().is_valid:
+        return
+    propagator = propagate.get_global_textmap()
+    if any(field in headers for field in propagator.fields):
+        return
+    propagator.inject(headers)
 
 
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})

@@ -1,0 +1,102 @@
+"""What one HTTP client library tells the exchange skeleton: :class:`HttpClient`.
+
+Split from the skeleton (:mod:`pairwatch.integrations._exchange`, which re-exports it) so
+that each module has one job: this one says what an integration must describe about its
+library (where the request is, how to tap or read the response); the skeleton says when
+each step runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairwatch.integrations._calls import Args, Kwargs
+from pairwatch.integrations._healthy import Begun
+from pairwatch.integrations._request import (
+    Exchange,
+    Request,
+    Streamed,
+    decoded_payload,
+    request_payload,
+)
+from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._tap_on_need import TapOnNeed
+from pairwatch.pairing import wire
+
+__all__ = ["HttpClient", "Reply"]
+
+Reply = tuple[str | None, object, object]
+"""A buffered response's Content-Type, status and Location, as :meth:`HttpClient.reply`
+gives them."""
+
+
+class HttpClient:
+    """What one HTTP client library tells the skeleton; subclasses fill in the blanks.
+
+    ``stream_flag``: set when the library reads a buffered body inside its send.  The
+    skeleton then sends with ``stream_flag=streaming`` (``stream=True`` for httpx and
+    requests, ``preload_content=False`` for urllib3) so the body can be tapped before anyone
+    reads it, and calls :meth:`read` (or :meth:`aread`) for a caller who did not ask for a
+    stream, as the library would have.
+    """
+
+    integration = "http"
+    stream_flag: str | None = None
+    streaming: object = True
+    # A buffered body the library keeps once read (requests' ``content``): the skeleton
+    # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
+    # instead of teeing the response's reads (httpx, requests).
+    reads_whole = False
+    # The library's attach takes an exchange opened the quick way (a Begun) and builds the
+    # exchange from it only when the body needs more than a whole read (aiohttp's TapOnNeed).
+    attaches_begun = False
+
+    def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
+        """Where the request body and URL are in this call; None when there is no body."""
+        raise NotImplementedError
+
+    def payload(self, request: Request) -> wire.Payload | None:
+        """The JSON-RPC payload of the body, or None when it is not JSON-RPC."""
+        if request.parsed is not None:
+            return request.parsed
+        return decoded_payload(request.body) if request.decoded else request_payload(request.body)
+
+    def attach(
+        self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
+    ) -> Tap | TapOnNeed | None:
+        """Show the response body to a tap (or to a stand-in that builds one on need,
+        :class:`TapOnNeed`); return it while the body is still to come."""
+        raise NotImplementedError
+
+    def attach_begun(
+        self, begun: Begun, response: Any, instance: Any, kwargs: dict[str, Any]
+    ) -> None:
+        """:meth:`attach` for an exchange opened the quick way (``attaches_begun`` only)."""
+        raise NotImplementedError
+
+    def stream_request(
+        self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed
+    ) -> Request | None:
+        """For a request whose body is a stream: let ``streamed`` see it as it is sent and
+        say where it goes; None when the library (or this body) offers no such view."""
+        return None
+
+    def reply(self, exchange: Exchange, response: Any) -> Reply:
+        """A buffered response's Content-Type, status and Location (``reads_whole`` only)."""
+        raise NotImplementedError
+
+    def whole_reply(self, response: Any) -> tuple[object, str | None, bytes]:
+        """A buffered response's status, Content-Type and body as :meth:`body` gives it, for
+        an exchange opened the quick way (``reads_whole`` only; a redirect is then read
+        again by :meth:`reply`)."""
+        raise NotImplementedError
+
+    def body(self, response: Any) -> bytes:
+        """The body :meth:`read` has read, decoded as the caller gets it (``reads_whole``)."""
+        raise NotImplementedError
+
+    def read(self, response: Any) -> None:
+        """Read a buffered body the way the library's own send does (``stream_flag`` only)."""
+
+    async def aread(self, response: Any) -> None:
+        """:meth:`read` for a coroutine send."""
