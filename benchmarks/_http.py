@@ -78,8 +78,13 @@ def _instrumented(client: Any, settings: dict[str, Any]) -> Any:
 def httpx_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:
     import httpx
 
-    def make(settings: dict[str, Any]) -> Callable[[int], object]:
-        client = _instrumented(httpx.Client(), settings)
+    def make(settings: dict[str, Any] | None) -> Callable[[int], object]:
+        if settings is None:  # the floor: the least a pairing observer does (_observer.py)
+            from _observer import minimal_observer
+
+            client = minimal_observer(httpx.Client())
+        else:
+            client = _instrumented(httpx.Client(), settings)
 
         def run(n: int) -> None:
             for _ in range(n):
@@ -87,7 +92,9 @@ def httpx_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object
 
         return run
 
-    return {name: make(s) for name, s in _settings().items()}
+    variants = {name: make(s) for name, s in _settings().items()}
+    variants["minimal"] = make(None)
+    return variants
 
 
 def requests_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:
@@ -209,6 +216,25 @@ def run_http(
                     )
                     cpu_row.known = KNOWN[name] if size > 1 else 2.0
                     results.add(cpu_row)
+            if "minimal" in timings:
+                cpu = sorted(ratios(timings, "minimal", cpu=True))
+                note = (
+                    f"bare {bare:,.0f} µs, minimal {median_us(timings, 'minimal'):,.0f} µs; "
+                    f"CPU ratio median {cpu[len(cpu) // 2]:.2f}: the floor of any observer "
+                    "that decodes both bodies and compares ids (benchmarks/_observer.py)"
+                )
+                for unit, cpu_ratio in (("wall", False), ("whole-process CPU", True)):
+                    results.add(
+                        Row(
+                            section,
+                            f"minimal observer, {unit}",
+                            "x",
+                            ratios(timings, "minimal", cpu=cpu_ratio),
+                            None,
+                            note,
+                            gated=False,
+                        )
+                    )
             if size == 1:
                 extra = [
                     (v[0] - b[0]) * 1e6

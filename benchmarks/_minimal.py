@@ -4,62 +4,33 @@ pairing observer could do there.
 Why: the fixed-cost target (one tracked exchange, at most 15 µs above bare) is measured over
 loopback, where a difference of two timings of a few hundred µs swings by tens of µs.  In
 one process, on httpx's mock transport (no socket, no server), an exchange costs about 70 µs
-and what an observer adds stands out.  The ``minimal`` variant is a wrapper that does only
-what pairing cannot do without: decode the request and the reply with the same msgspec
-decoders pairwatch uses, compare their ids, and queue one record per exchange (a plain
-``deque``, emptied, never recorded).  It has none of pairwatch's guarantees (no off switch
-or suppression check, no budget, no timeouts, no content-type or redirect handling, no
-metrics), so the gap between the two rows is what those cost, not waste to be removed.
+and what an observer adds stands out.  The ``minimal`` variant (``_observer.py``) does only
+what pairing by id cannot do without, so the gap between the two rows is what pairwatch's
+guarantees cost, and the minimal row is the floor.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import time
-from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 from _common import Results, Row, interleaved
 from _http import HEADERS, LIBRARIES, body
-
-from pairwatch.pairing import _fast
+from _observer import minimal_observer
 
 
 def _minimal_client(size: int) -> Callable[[int], object]:
     import httpx
-    import wrapt
 
     ids = [element["id"] for element in json.loads(body(size))]
     reply = json.dumps([{"jsonrpc": "2.0", "id": i, "result": [i]} for i in ids]).encode()
     payload = body(size)
-    queued: deque[tuple[Any, ...]] = deque()
 
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=reply, headers=HEADERS)
 
-    def observe(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        sent = _fast.healthy(args[0].content, "request")
-        started = time.monotonic()
-        response = wrapped(*args, **{**kwargs, "stream": True})
-        response.read()
-        got = _fast.healthy(response.content, "result")
-        if (
-            sent is not None
-            and got is not None
-            and sent.plain
-            and got.plain
-            and got.plain.keys == sent.plain.keys
-            and got.is_batch is sent.is_batch
-        ):
-            queued.append((sent.is_batch, len(sent.plain.keys), time.monotonic() - started))
-        if len(queued) > 256:
-            queued.clear()
-        return response
-
-    client = httpx.Client(transport=httpx.MockTransport(answer))
-    wrapt.wrap_function_wrapper(client, "send", observe)
+    client = minimal_observer(httpx.Client(transport=httpx.MockTransport(answer)))
 
     def run(n: int) -> None:
         for _ in range(n):
