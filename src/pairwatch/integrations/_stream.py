@@ -330,18 +330,8 @@ def usual_reply(
 def usual_bytes(body: bytes, content_type: str | None) -> bool:
     """Whether :func:`usual_reply` (of a reply answered here) would parse ``body`` as the
     bytes it is, with no charset to apply first."""
-    try:
-        found = _CONTENT_TYPES.get(content_type)
-    except TypeError:
-        return False
-    size = len(body)
-    return (
-        found is not None
-        and not found[1]
-        and (found[0] is None or found[0] in UTF8)
-        and 0 < size <= MAX_BODY
-        and body_budget().fits(size)
-    )
+    found = _usual(body, content_type)
+    return found is not None and (found[0] is None or found[0] in UTF8)
 
 
 def _usual(body: bytes, content_type: str | None) -> tuple[str | None, bool] | None:
