@@ -131,6 +131,7 @@ def healthy(raw: object, hint: str) -> Payload | None:
 
     A body without the word ``jsonrpc`` is never decoded (a substring search), nor one that
     could nest too deep, nor one that is not ASCII (left to :func:`parse_bytes`' checks).
+
     msgspec validates each element in C (version, id type and length, method or result,
     no error), so a healthy body costs one decode and two list comprehensions.
     """
@@ -141,7 +142,16 @@ def healthy(raw: object, hint: str) -> Payload | None:
             return None
     elif type(raw) is not str or "jsonrpc" not in raw:
         return None
-    if not raw.isascii() or (len(raw) > MAX_DEPTH and too_deep(raw)):
+    if len(raw) > MAX_DEPTH and too_deep(raw):
+        return None
+    return _plain(raw, hint)
+
+
+def _plain(raw: bytes | str, hint: str) -> Payload | None:
+    """:func:`healthy` without its two pre-checks, for :func:`parse_bytes`: its caller
+    (:func:`~pairwatch.pairing.wire.parse`) has measured the depth already, and a body
+    without ``jsonrpc`` fails the typed decode anyway, so neither is paid twice there."""
+    if not raw.isascii():
         return None
     try:
         if hint is Kind.REQUEST:
@@ -174,7 +184,7 @@ def healthy(raw: object, hint: str) -> Payload | None:
 def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     """Classify a JSON body, or return None to let the stdlib path decide."""
     if hint is not None:
-        found = healthy(raw, hint)
+        found = _plain(raw, hint)
         if found is not None:
             return found
     if not raw.isascii():
