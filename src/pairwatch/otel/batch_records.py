@@ -19,7 +19,7 @@ from pairwatch.otel import zeros
 from pairwatch.otel.labels import Labels, Limiter
 from pairwatch.otel.names import CLOSE_REASON, DIAGNOSIS, REASON, RPC_METHOD
 from pairwatch.otel.sdk_fast import HistogramWriter, runs_of
-from pairwatch.otel.sums import Adding, Observing, Sums
+from pairwatch.otel.sums import Adding, Healthy, Observing, Sums
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import Batch, Tally
 
@@ -172,8 +172,9 @@ class BatchRecords:
         """What :meth:`_record_common` and :meth:`_record_one_latency` record for a batch of
         ``n`` requests that paired whole (diagnosis ``ok``).
 
-        A batch of one method (nearly every one) finds its four accumulators under one key,
-        once per drain: this runs once per healthy exchange.
+        A batch of one method (nearly every one) finds its columns under one key, once per
+        drain, and adds a row to them (:meth:`~pairwatch.otel.sums.Sums.healthy`): this runs
+        once per healthy exchange.
         """
         try:
             sums = self._sums
@@ -189,22 +190,20 @@ class BatchRecords:
             found = sums.found.get((_HEALTHY, labels, is_batch, reason, first))
             if found is None:
                 found = self._healthy_sums(labels, is_batch, first, reason)
-            sizes, closed, requests, latencies = found
-            _feed_common(sizes, closed, requests, n, n, current)
-            latencies[2].append((latency, n))
-            latencies[3].append(current)
+            found[0].append(n)
+            found[1].append(latency)
+            found[2].append(current)
         except Exception as exc:
             self._failed(exc)
 
-    def _healthy_sums(
-        self, labels: Labels, is_batch: bool, method: str, reason: str
-    ) -> tuple[Observing, Adding, Adding, Observing]:
-        """The accumulators of a one-method healthy batch, found once per drain (the batch's
-        zero rows exported first, the first time its label set closes a batch)."""
+    def _healthy_sums(self, labels: Labels, is_batch: bool, method: str, reason: str) -> Healthy:
+        """The columns of one-method healthy batches, found once per drain (the batch's zero
+        rows exported first, the first time its label set closes a batch)."""
         if is_batch not in labels.zeroed:
             self._zeros(zeros.batch_rows(labels, is_batch))
         attrs = labels.by_batch[is_batch]
-        found = self._sums.found[(_HEALTHY, labels, is_batch, reason, method)] = (
+        sums = self._sums
+        found = sums.found[(_HEALTHY, labels, is_batch, reason, method)] = sums.healthy(
             *self._common_sums(labels, is_batch, attrs, diagnosis.OK, reason),
             self._latency_sums(labels, is_batch, method),
         )

@@ -21,9 +21,9 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.context import Context
 
-from pairwatch.otel.sdk_fast import HistogramWriter, Run
+from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
 
-__all__ = ["Adding", "Observing", "Sums"]
+__all__ = ["Adding", "Healthy", "Observing", "Sums"]
 
 Attrs = Mapping[str, str]
 
@@ -33,6 +33,10 @@ Adding = list[Any]
 Observing = tuple[HistogramWriter, Attrs, list[Run], list[int], "Context | None"]
 """One histogram's values under one attribute set (and one exemplar context), in order."""
 
+Healthy = tuple[list[int], list[float], list[int], tuple[Observing, Adding, Adding, Observing]]
+"""``(sizes, latencies, batches, accumulators)``: the healthy batches of one label set and
+method this drain, as columns (see :meth:`Sums.healthy`)."""
+
 
 class Sums:
     """The adds and observations of the drain under way; :meth:`commit` applies them.
@@ -40,11 +44,12 @@ class Sums:
     ``current`` numbers the records (closed batches, stray tallies) for the error counts.
     """
 
-    __slots__ = ("_adds", "_observations", "current", "found")
+    __slots__ = ("_adds", "_healthy", "_observations", "current", "found")
 
     def __init__(self) -> None:
         self._adds: dict[tuple[int, int], Adding] = {}
         self._observations: dict[tuple[int, int, int], Observing] = {}
+        self._healthy: list[Healthy] = []
         self.current = 0
         # Shortcuts of the telemetry to the accumulators it feeds for every batch, keyed by
         # what selects their attribute sets; emptied with the accumulators at each commit.
@@ -84,9 +89,45 @@ class Sums:
             entry = self._observations[key] = (writer, attrs, [], [], ctx)
         return entry
 
+    def healthy(
+        self, sizes: Observing, closed: Adding, requests: Adding, latencies: Observing
+    ) -> Healthy:
+        """Columns for the batches that paired whole under one label set and method, fed
+        into these four accumulators (``batch.size``, ``batch.closed``, ``batch.requests``,
+        ``batch.pair_latency``) when the drain commits.
+
+        Why columns: nearly every batch a drain records is such a batch, and three appends
+        per batch cost a third of feeding four accumulators per batch.  What is applied is
+        the same: counters get the same sums, histograms the same values (after the values
+        fed one by one in the same drain, which only an exemplar reservoir that keeps the
+        last value could tell, under a filter that samples without a span).
+        """
+        found: Healthy = ([], [], [], (sizes, closed, requests, latencies))
+        self._healthy.append(found)
+        return found
+
+    def _feed_healthy(self) -> None:
+        healthy, self._healthy = self._healthy, []
+        for sizes, values, batches, (observed, closed, requests, latencies) in healthy:
+            if not batches:
+                continue
+            runs = observed[2]
+            if sizes.count(sizes[0]) == len(sizes):  # one size (nearly always): one run
+                runs.append((sizes[0], len(sizes)))
+            else:
+                runs.extend(runs_of(sizes))
+            observed[3].extend(batches)
+            closed[2] += len(batches)
+            closed[3].extend(batches)
+            requests[2] += sum(sizes)
+            requests[3].extend(batches)
+            latencies[2].extend(zip(values, sizes, strict=True))
+            latencies[3].extend(batches)
+
     def commit(self, failed_batch: Callable[[Exception], None]) -> None:
         """Make the summed SDK calls; ``failed_batch`` runs once per batch a failing one
         carried."""
+        self._feed_healthy()
         adds, self._adds = self._adds, {}
         observations, self._observations = self._observations, {}
         self.found = {}
