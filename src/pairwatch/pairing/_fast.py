@@ -21,7 +21,7 @@ the reference that classifies whatever this one declines.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -147,6 +147,13 @@ def healthy(raw: object, hint: str) -> Payload | None:
     return _plain(raw, hint)
 
 
+_columns = tuple.__new__
+"""How :func:`_plain` builds a :class:`Plain`: the NamedTuple's own ``__new__`` is a Python
+function, one more call per body for the same tuple."""
+_REQUEST: Final = Kind.REQUEST
+_RESULT: Final = Kind.RESULT
+
+
 def _plain(raw: bytes | str, hint: str) -> Payload | None:
     """:func:`healthy` without its two pre-checks, for :func:`parse_bytes`: its caller
     (:func:`~pairwatch.pairing.wire.parse`) has measured the depth already, and a body
@@ -154,31 +161,30 @@ def _plain(raw: bytes | str, hint: str) -> Payload | None:
     if not raw.isascii():
         return None
     try:
-        if hint is Kind.REQUEST:
+        if hint is _REQUEST:
             requests = _plain_requests.decode(raw)
             if isinstance(requests, list):
                 if len(requests) == 1:  # no comprehension (a function call) for one element
                     one = requests[0]
-                    columns = Plain(Kind.REQUEST, (one.id,), _single(one.method))
+                    columns = _columns(Plain, (_REQUEST, (one.id,), _single(one.method)))
                     return Payload(True, None, None, columns)
                 if not requests:
                     return None
                 keys: list[Any] = [e.id for e in requests]
                 methods = _shared([e.method for e in requests])
-                return Payload(True, None, None, Plain(Kind.REQUEST, keys, methods))
-            return Payload(
-                False, None, None, Plain(Kind.REQUEST, (requests.id,), _single(requests.method))
-            )
+                return Payload(True, None, None, _columns(Plain, (_REQUEST, keys, methods)))
+            columns = _columns(Plain, (_REQUEST, (requests.id,), _single(requests.method)))
+            return Payload(False, None, None, columns)
         results = _plain_results.decode(raw)
     except Exception:  # not the healthy shape: the general path classifies it
         return None
     if isinstance(results, list):
         if len(results) == 1:
-            return Payload(True, None, None, Plain(Kind.RESULT, (results[0].id,), None))
+            return Payload(True, None, None, _columns(Plain, (_RESULT, (results[0].id,), None)))
         if not results:
             return None
-        return Payload(True, None, None, Plain(Kind.RESULT, [e.id for e in results], None))
-    return Payload(False, None, None, Plain(Kind.RESULT, (results.id,), None))
+        return Payload(True, None, None, _columns(Plain, (_RESULT, [e.id for e in results], None)))
+    return Payload(False, None, None, _columns(Plain, (_RESULT, (results.id,), None)))
 
 
 def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
