@@ -203,7 +203,8 @@ class _Httpx(HttpClient):
             body = request.content  # raises for a streaming request body: not ours
         except Exception:
             return None
-        return Request(body, request.url, read_timeout=timeout, headers=request.headers)
+        url = request.url
+        return Request(body, url, read_timeout=timeout, headers=request.headers, host=url.host)
 
     def stream_request(
         self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed

@@ -31,7 +31,8 @@ Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the RE
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -112,6 +113,14 @@ class Telemetry(BatchRecords):
         self._add = sums.add
         self._observe = sums.observe
         deferred.on_drained(self._commit)
+        # Queue the metrics of a batch of ``n`` requests that paired whole, in order and in
+        # time, from its values alone (labels, is_batch, n, methods, latency, reason): with
+        # spans off they are the records every batch makes, and only those (diagnosis
+        # ``ok``, one latency for all its ids).  A partial, not a method: this runs once per
+        # healthy exchange, and a partial is called without a Python frame of its own.
+        self.healthy_closed: Callable[[Labels, bool, int, list[str], float, str], None] = (
+            functools.partial(deferred.submit, self._record_healthy)
+        )
         self.requests = counters["requests"]
         self.closed = counters["closed"]
         self.mismatch = counters["mismatch"]
@@ -154,21 +163,6 @@ class Telemetry(BatchRecords):
 
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         deferred.submit(self._stray, labels, batch, tally)
-
-    def healthy_closed(
-        self,
-        labels: Labels,
-        is_batch: bool,
-        n: int,
-        methods: list[str],
-        latency: float,
-        reason: str,
-    ) -> None:
-        """Queue the metrics of a batch of ``n`` requests that paired whole, in order and in
-        time, from its values alone: with spans off they are the records every batch makes,
-        and only those (diagnosis ``ok``, one ``latency`` for all its ids).  Nothing of the
-        exchange's books waits in the queue (plain values are not the collector's work)."""
-        deferred.submit(self._record_healthy, labels, is_batch, n, methods, latency, reason)
 
     def _batch_closed(
         self,
