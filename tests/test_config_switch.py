@@ -58,7 +58,7 @@ def test_disabled_wrappers_pass_straight_through_and_count_nothing(otel):
     assert not pairwatch.is_enabled()
     calls = pairwatch_calls(lambda: client.send(dumps([req(3), req(4)])))
     # The wrapper finds the client's own method and asks the switch; nothing else runs.
-    assert calls == ["__call__"]
+    assert calls == ["on_instance"]
     assert client.receive() == dumps([{"jsonrpc": "2.0", "id": 3, "result": None}])
     for i in range(5, 9):
         client.send(dumps([req(i), req(i + 100)]))
