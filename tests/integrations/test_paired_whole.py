@@ -26,6 +26,7 @@ from opentelemetry.trace import NoOpTracerProvider
 from otel_support import Otel
 
 import pairwatch
+from pairwatch.otel.sums import Sums
 
 
 class StepClock:
@@ -108,6 +109,33 @@ def test_quick_records_export_what_batches_export(scripted):
     assert quick.hist("batch.pair_latency") == (16, pytest.approx(16 * 0.002))
     assert quick.hist("batch.pair_latency", rpc__method="b") == (2, pytest.approx(2 * 0.002))
     assert quick.hist("batch.size") == (8, 2 * (1 + 3 + 3 + 2))
+
+
+def test_columns_that_cannot_be_fed_cost_their_batches_only(scripted, monkeypatch):
+    """A healthy batch of one method is a row of its label set's columns until the drain
+    commits (``Sums.healthy``).  If feeding them fails, each batch they held counts one
+    internal error and the rest of the drain is applied; the caller sees nothing."""
+    for path, (_, reply) in EXCHANGES.items():
+        SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [reply], False)
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("deliberately broken")
+
+    monkeypatch.setattr(Sums, "_feed_one", staticmethod(broken))
+    otel = _run(scripted, None)  # asserts every reply the caller got
+    pairwatch.flush()
+    # The single and the one-method batch, twice each, were columns: four batches lost.
+    assert otel.value("pairwatch.internal_errors", pairwatch__error_kind="telemetry") == 4
+    # The three-method batch and the partial one are fed one by one: both recorded, twice.
+    assert otel.counters() == {
+        "batch.requests": 2 * (3 + 2),
+        "batch.closed": 4,
+        "batch.missing_response": 2,
+        "batch.response_count_mismatch": 2,
+        "pairwatch.internal_errors": 4,
+    }
+    monkeypatch.undo()
+    assert _run(scripted, None).counters()["batch.closed"] == 8  # fed again next time
 
 
 class BatchesOnly(Sampler):

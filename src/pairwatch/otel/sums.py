@@ -106,28 +106,42 @@ class Sums:
         self._healthy.append(found)
         return found
 
-    def _feed_healthy(self) -> None:
+    def _feed_healthy(self, failed_batch: Callable[[Exception], None]) -> None:
+        """The columns into their accumulators.  Shielded per label set: one that cannot be
+        fed counts one failure per batch it held, and the rest of the drain still commits."""
         healthy, self._healthy = self._healthy, []
-        for sizes, values, batches, (observed, closed, requests, latencies) in healthy:
-            if not batches:
-                continue
-            runs = observed[2]
-            if sizes.count(sizes[0]) == len(sizes):  # one size (nearly always): one run
-                runs.append((sizes[0], len(sizes)))
-            else:
-                runs.extend(runs_of(sizes))
+        for row in healthy:
+            try:
+                self._feed_one(*row)
+            except Exception as exc:
+                for _ in row[2]:
+                    failed_batch(exc)
+
+    @staticmethod
+    def _feed_one(
+        sizes: list[int],
+        values: list[float],
+        batches: list[int],
+        accumulators: tuple[Observing, Adding, Adding, Observing],
+    ) -> None:
+        observed, closed, requests, latencies = accumulators
+        if batches:
+            one_size = sizes.count(sizes[0]) == len(sizes)  # nearly always: one run
+            runs = [(sizes[0], len(sizes))] if one_size else runs_of(sizes)
+            latency_runs = list(zip(values, sizes, strict=True))  # before anything is fed
+            observed[2].extend(runs)
             observed[3].extend(batches)
             closed[2] += len(batches)
             closed[3].extend(batches)
             requests[2] += sum(sizes)
             requests[3].extend(batches)
-            latencies[2].extend(zip(values, sizes, strict=True))
+            latencies[2].extend(latency_runs)
             latencies[3].extend(batches)
 
     def commit(self, failed_batch: Callable[[Exception], None]) -> None:
         """Make the summed SDK calls; ``failed_batch`` runs once per batch a failing one
         carried."""
-        self._feed_healthy()
+        self._feed_healthy(failed_batch)
         adds, self._adds = self._adds, {}
         observations, self._observations = self._observations, {}
         self.found = {}
