@@ -117,11 +117,17 @@ def aiohttp_variants(url: str, payload: bytes) -> dict[str, Callable[[int], obje
 
     loop = asyncio.new_event_loop()
 
-    def make(settings: dict[str, Any]) -> Callable[[int], object]:
+    def make(settings: dict[str, Any] | None) -> Callable[[int], object]:
         async def create() -> aiohttp.ClientSession:
             return aiohttp.ClientSession()
 
-        session = _instrumented(loop.run_until_complete(create()), settings)
+        session = loop.run_until_complete(create())
+        if settings is None:  # the floor: the least a pairing observer does (_observer.py)
+            from _observer import minimal_aiohttp_observer
+
+            session = minimal_aiohttp_observer(session)
+        else:
+            session = _instrumented(session, settings)
         CLEANUP.append(lambda: loop.run_until_complete(session.close()))
 
         async def go(n: int) -> None:
@@ -131,7 +137,9 @@ def aiohttp_variants(url: str, payload: bytes) -> dict[str, Callable[[int], obje
 
         return lambda n: loop.run_until_complete(go(n))
 
-    return {name: make(s) for name, s in _settings().items()}
+    variants = {name: make(s) for name, s in _settings().items()}
+    variants["minimal"] = make(None)
+    return variants
 
 
 def httpx_mock_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:

@@ -1,5 +1,5 @@
-"""The least any pairing observer could do to an httpx client: the floor pairwatch is set
-against.
+"""The least any pairing observer could do to an httpx client or an aiohttp session: the
+floor pairwatch is set against.
 
 It decodes the request and the reply with the same msgspec decoders pairwatch uses, compares
 their ids, and queues one record per exchange (a plain ``deque``, emptied, never recorded).
@@ -44,3 +44,31 @@ def minimal_observer(client: Any) -> Any:
 
     wrapt.wrap_function_wrapper(client, "send", observe)
     return client
+
+
+def minimal_aiohttp_observer(session: Any) -> Any:
+    """The same for an aiohttp ``ClientSession`` (its ``_request``): the body is read inside
+    the wrapper, once (aiohttp keeps it, and the caller's ``json()`` reads what it kept), where
+    pairwatch must leave the read to the caller and see it through a tee."""
+    queued: deque[tuple[Any, ...]] = deque()
+
+    async def observe(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        sent = _fast.healthy(kwargs.get("data"), "request")
+        started = time.monotonic()
+        response = await wrapped(*args, **kwargs)
+        got = _fast.healthy(await response.read(), "result")
+        if (
+            sent is not None
+            and got is not None
+            and sent.plain
+            and got.plain
+            and got.plain.keys == sent.plain.keys
+            and got.is_batch is sent.is_batch
+        ):
+            queued.append((sent.is_batch, len(sent.plain.keys), time.monotonic() - started))
+        if len(queued) > 256:
+            queued.clear()
+        return response
+
+    wrapt.wrap_function_wrapper(session, "_request", observe)
+    return session
