@@ -19,6 +19,21 @@ import wrapt
 from pairwatch.pairing import _fast
 
 
+def _pair(queued: deque[tuple[Any, ...]], sent: Any, got: Any, started: float) -> None:
+    """Compare the two bodies' ids and queue one record (the queue emptied, never read)."""
+    if (
+        sent is not None
+        and got is not None
+        and sent.plain
+        and got.plain
+        and got.plain.keys == sent.plain.keys
+        and got.is_batch is sent.is_batch
+    ):
+        queued.append((sent.is_batch, len(sent.plain.keys), time.monotonic() - started))
+    if len(queued) > 256:
+        queued.clear()
+
+
 def minimal_observer(client: Any) -> Any:
     """Wrap ``client.send`` (an httpx ``Client``) with the minimal observer; returns it."""
     queued: deque[tuple[Any, ...]] = deque()
@@ -29,17 +44,7 @@ def minimal_observer(client: Any) -> Any:
         response = wrapped(*args, **{**kwargs, "stream": True})
         response.read()
         got = _fast.healthy(response.content, "result")
-        if (
-            sent is not None
-            and got is not None
-            and sent.plain
-            and got.plain
-            and got.plain.keys == sent.plain.keys
-            and got.is_batch is sent.is_batch
-        ):
-            queued.append((sent.is_batch, len(sent.plain.keys), time.monotonic() - started))
-        if len(queued) > 256:
-            queued.clear()
+        _pair(queued, sent, got, started)
         return response
 
     wrapt.wrap_function_wrapper(client, "send", observe)
@@ -57,17 +62,7 @@ def minimal_aiohttp_observer(session: Any) -> Any:
         started = time.monotonic()
         response = await wrapped(*args, **kwargs)
         got = _fast.healthy(await response.read(), "result")
-        if (
-            sent is not None
-            and got is not None
-            and sent.plain
-            and got.plain
-            and got.plain.keys == sent.plain.keys
-            and got.is_batch is sent.is_batch
-        ):
-            queued.append((sent.is_batch, len(sent.plain.keys), time.monotonic() - started))
-        if len(queued) > 256:
-            queued.clear()
+        _pair(queued, sent, got, started)
         return response
 
     wrapt.wrap_function_wrapper(session, "_request", observe)

@@ -97,7 +97,8 @@ class Sums:
         ``batch.pair_latency``) when the drain commits.
 
         Why columns: nearly every batch a drain records is such a batch, and three appends
-        per batch cost a third of feeding four accumulators per batch.  What is applied is
+        per batch cost well under half of feeding four accumulators per batch (about 60
+        bytecodes per batch against 145).  What is applied is
         the same: counters get the same sums, histograms the same values (after the values
         fed one by one in the same drain, which only an exemplar reservoir that keeps the
         last value could tell, under a filter that samples without a span).
