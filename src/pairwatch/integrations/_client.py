@@ -20,7 +20,6 @@ from pairwatch.integrations._request import (
     request_payload,
 )
 from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._tap_on_need import TapOnNeed
 from pairwatch.pairing import wire
 
 __all__ = ["HttpClient", "Reply"]
@@ -63,9 +62,11 @@ class HttpClient:
 
     def attach(
         self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
-    ) -> Tap | TapOnNeed | None:
+    ) -> Tap | None:
         """Show the response body to a tap (or to a stand-in that builds one on need,
-        :class:`TapOnNeed`); return it while the body is still to come."""
+        :class:`~pairwatch.integrations._tap_on_need.TapOnNeed`).  Return a tap for the
+        skeleton to watch the response with while the body is still to come; None when
+        there is none, or when it watches the response already."""
         raise NotImplementedError
 
     def attach_begun(

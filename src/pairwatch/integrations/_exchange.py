@@ -300,7 +300,18 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         if isinstance(exchange, Begun):
             if client.reads_whole:
                 return await _healthy_asend(client, exchange, wrapped, args, sent)
-            return await _begun_attach(client, exchange, wrapped, instance, args, kwargs)
+            # A library that attaches to the response itself (``attaches_begun``): its
+            # steps written out here, as one coroutine fewer is paid on every aiohttp call.
+            token = ACTIVE.set(True)
+            try:
+                response = await wrapped(*args, **kwargs)
+            except BaseException:
+                _healthy.exchange(exchange).close("send_failed")
+                raise
+            finally:
+                ACTIVE.reset(token)
+            _begun_attach(client, exchange, response, instance, kwargs)
+            return response
         streamed = None
         if exchange is None:
             streamed = _begin_streamed(client, opts, instance, args, kwargs)
@@ -362,26 +373,12 @@ async def _healthy_asend(
     return response
 
 
-async def _begun_attach(
-    client: HttpClient,
-    begun: Begun,
-    wrapped: Callable[..., Any],
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    """:func:`async_send`'s steps for a call opened the quick way whose library attaches
-    to the response itself (``attaches_begun``)."""
-    token = ACTIVE.set(True)
-    try:
-        response = await wrapped(*args, **kwargs)
-    except BaseException:
-        _healthy.exchange(begun).close("send_failed")
-        raise
-    finally:
-        ACTIVE.reset(token)
+def _begun_attach(
+    client: HttpClient, begun: Begun, response: Any, instance: Any, kwargs: dict[str, Any]
+) -> None:
+    """The attach of a call opened the quick way whose library attaches to the response
+    itself (``attaches_begun``); never raises."""
     try:
         client.attach_begun(begun, response, instance, kwargs)  # closes what it opened on failure
     except Exception as exc:  # defensive: the library's attach reports its own failures
         guard.report(client.integration + "_attach", exc, begun.parts[1].internal_error)
-    return response

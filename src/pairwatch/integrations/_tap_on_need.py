@@ -56,7 +56,7 @@ class TapOnNeed:
         "_content_type", "_done", "_drop", "_exchange", "_lock", "_tap", "_token", "_watch",
     )  # fmt: skip
 
-    def __init__(self, exchange: Exchange | Begun, content_type: str | None) -> None:
+    def __init__(self, exchange: Exchange | Begun, content_type: str | None, owner: object) -> None:
         # An exchange opened the quick way stays a Begun until the token's taker needs more
         # (:meth:`_held`): a whole read that pairs never builds the exchange record.
         self._exchange = exchange
@@ -69,16 +69,9 @@ class TapOnNeed:
         self._lock = RLock()
         self._watch: weakref.ref[Any] | None = None
         self._drop: str | None = None  # a drop that came while this thread built the tap
-
-    @property
-    def done(self) -> bool:
-        tap = self._tap
-        return self._done if tap is None else tap.done
-
-    def abandon_with(self, owner: object) -> None:
-        """:meth:`Tap.abandon_with`; the tap, once built, takes the watch over.  The watch
-        is kept here before the sweeper can see it: a pass that builds the tap right away
-        hands the tap this watch."""
+        # Watching ``owner`` (the caller's response), as :meth:`Tap.abandon_with` does; the
+        # tap, once built, takes the watch over.  The watch is kept here before the sweeper
+        # can see it: a pass that builds the tap right away hands the tap this watch.
         try:
             self._watch = watch = watch_later(owner, self)
             register(watch)
@@ -87,21 +80,36 @@ class TapOnNeed:
             if tap is not None:
                 tap.fail("tap_watch", exc)
 
+    @property
+    def done(self) -> bool:
+        tap = self._tap
+        return self._done if tap is None else tap.done
+
     def last_raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
-        """The read that ends the body: the whole body, unless a tap already holds a part."""
-        if self._claim():
-            body, content_type = bytes(data), self._content_type
-            opened = self._exchange
-            if isinstance(opened, Begun):
-                rest = _healthy.reply_body(opened, body, content_type)
-                if rest is None:
-                    return
-                opened = rest
-            opened.whole(body, content_type, False)
+        """The read that ends the body: the whole body, unless a tap already holds a part.
+
+        Taking the token here (a single ``list.pop``, see the module docstring)
+        gives the whole body to the exchange, and no tap is ever built."""
+        try:
+            self._token.pop()
+        except IndexError:  # a builder took it: the tap has the body
+            tap = self._built()
+            if tap is not None:
+                tap.last_raw_chunk(data)
             return
-        tap = self._built()
-        if tap is not None:
-            tap.last_raw_chunk(data)
+        self._done = True
+        watch = self._watch
+        if watch is not None:
+            self._watch = None
+            WATCHED.pop(id(watch), None)  # unwatch(), written out
+        body, content_type = bytes(data), self._content_type
+        opened = self._exchange
+        if isinstance(opened, Begun):
+            rest = _healthy.reply_body(opened, body, content_type)
+            if rest is None:
+                return
+            opened = rest
+        opened.whole(body, content_type, False)
 
     def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         tap = self._built()
@@ -130,19 +138,6 @@ class TapOnNeed:
         finally:
             self._lock.release()
         return None if tap is None else tap.held_channel()
-
-    def _claim(self) -> bool:
-        """Whether the whole body goes to the exchange: no tap was built, and none will be."""
-        try:
-            self._token.pop()
-        except IndexError:  # a builder took it: the tap has the body
-            return False
-        self._done = True
-        watch = self._watch
-        if watch is not None:
-            self._watch = None
-            WATCHED.pop(id(watch), None)  # unwatch(), written out: this is every exchange
-        return True
 
     def _built(self) -> Tap | None:
         """The tap, built now if it is not yet; None once the whole read claimed the body."""

@@ -88,13 +88,24 @@ def _reader_of(name: str) -> Callable[[Any], Any]:
 
 
 def _teed(name: str) -> Callable[..., Any]:
+    chunk = name == "readchunk"  # returns (data, end_of_http_chunk)
+
     async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        inner, tap = self._pw_inner, self._pw_tap
         try:
-            data = await getattr(self._pw_inner, name)(*args, **kwargs)
+            data = await getattr(inner, name)(*args, **kwargs)
         except BaseException:
-            self._pw_tap.dropped()
+            tap.dropped()
             raise
-        self._pw_seen(data[0] if name == "readchunk" else data)
+        # The tee's ``_pw_seen`` written out: this read runs on every exchange.
+        try:
+            at_eof = inner.at_eof()
+        except Exception:
+            at_eof = False
+        if at_eof:  # the body ends with this read (usually it is the whole body)
+            tap.last_raw_chunk(data[0] if chunk else data)
+        else:
+            tap.raw_chunk(data[0] if chunk else data)
         return data
 
     method.__name__ = name
@@ -180,14 +191,6 @@ def tee_class() -> type:
     return type("PairwatchStreamReader", (base,), ns)
 
 
-def _tee(inner: Any, tap: Tap | TapOnNeed) -> Any:
-    cls = tee_class()
-    obj: Any = object.__new__(cls)
-    object.__setattr__(obj, "_pw_inner", inner)
-    object.__setattr__(obj, "_pw_tap", tap)
-    return obj
-
-
 class _CallHeaders:
     """The ``headers=`` argument of one aiohttp call, as a place to add trace context.
 
@@ -237,10 +240,10 @@ class _Aiohttp(HttpClient):
 
     attaches_begun = True  # a body read whole needs no exchange record (TapOnNeed)
 
-    def attach(
-        self, exchange: Exchange, response: Any, instance: Any, kwargs: Any
-    ) -> Tap | TapOnNeed | None:
-        return self._attach(exchange, response, instance, kwargs)
+    def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> None:
+        """The tap (or its stand-in) watches the response already: nothing is returned for
+        the skeleton to watch."""
+        self._attach(exchange, response, instance, kwargs)
 
     def attach_begun(self, begun: Begun, response: Any, instance: Any, kwargs: Any) -> None:
         """:meth:`attach` for an exchange opened the quick way: its exchange record is built
@@ -277,7 +280,7 @@ class _Aiohttp(HttpClient):
             and not answered_elsewhere(status, location)
             and usual_type(content_type)
         ):  # the usual reply, read whole by nearly every caller: a tap only if needed
-            tap = TapOnNeed(opened, content_type)
+            tap = TapOnNeed(opened, content_type, response)
         else:
             if not isinstance(opened, Exchange):
                 opened = _healthy.exchange(opened)
@@ -290,8 +293,10 @@ class _Aiohttp(HttpClient):
                 status=status,
                 location=location,
             )
-        response.content = _tee(response.content, tap)
-        tap.abandon_with(response)
+            tap.abandon_with(response)
+        tee: Any = object.__new__(tee_class())  # no __init__: its state is the original's
+        tee._pw_inner, tee._pw_tap = response.content, tap
+        response.content = tee
         return tap
 
 
