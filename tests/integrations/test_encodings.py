@@ -17,10 +17,11 @@ import zlib
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 import requests
 from components import need
-from http_drivers import JSON, SCRIPTS, bare, instrumenting
+from http_drivers import DRIVERS, JSON, SCRIPTS, bare, instrumenting
 
 import pairwatch
 
@@ -176,3 +177,25 @@ def test_an_encoding_the_client_cannot_read_is_not_read_either(otel, scripted, d
         assert otel.value("batch.invalid_response", pairwatch__reason="unparseable") == 1
     else:  # aiohttp refuses the encoding: the body was never read
         assert otel.value("batch.missing_response") == 2
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["rows", "raw"])
+@pytest.mark.parametrize("name", ["httpx", "httpx_async"])
+def test_httpx_headers_read_either_way(otel, scripted, monkeypatch, name, rows):
+    """httpx's reply headers are read from the rows its ``Headers`` keeps, or, for a class
+    that keeps none pairwatch knows, through ``Headers.raw``: the same type and encoding are
+    found either way, so a gzipped event stream read whole pairs per event."""
+    from pairwatch.integrations import httpx_client
+
+    monkeypatch.setattr(httpx_client, "_ROWS", {} if rows else {httpx.Headers: False})
+    path = f"/headers-{name}-{rows}"
+    events = (
+        b'data: {"jsonrpc":"2.0","id":1,"result":"A"}\n\n'
+        b'data: {"jsonrpc":"2.0","id":2,"result":"B"}\n\n'
+    )
+    script(path, "gzip", events, "text/event-stream")
+    assert DRIVERS[name](scripted + path, REQUEST, False, instrumenting(otel)).body == events
+    assert otel.counters() == {"batch.requests": 2, "batch.closed": 1}
+    assert otel.hist("batch.pair_latency")[0] == 2
+    read_as = httpx_client._ROWS
+    assert read_as == {httpx.Headers: rows}  # the way this test meant them to be read

@@ -278,20 +278,39 @@ _WANTED: dict[bytes, int] = {b"content-type": 0, b"content-encoding": 1, b"locat
 
 
 def _wanted_headers(headers: Any) -> list[str | None]:
-    """Content-Type, Content-Encoding and Location, in one pass over the raw headers.
+    """Content-Type, Content-Encoding and Location, in one pass over the headers.
 
     ``Headers.get`` scans every header per name; three of them cost four times this pass.
     Repeated headers are joined with ", " as ``Headers.get`` does.  Values are read as
     Latin-1, which equals httpx's own reading for the ASCII these headers hold.
     """
     found: list[str | None] = [None, None, None]
-    for key, value in headers.raw:
-        slot = _WANTED.get(key.lower())
+    kind = type(headers)
+    rows = _ROWS.get(kind)
+    if rows is None:
+        rows = _ROWS[kind] = _keeps_rows(kind)
+    held = headers._list if rows else [(key, key.lower(), value) for key, value in headers.raw]
+    for _, key, value in held:
+        slot = _WANTED.get(key)
         if slot is not None:
             text = value.decode("latin-1")
             prior = found[slot]
             found[slot] = text if prior is None else prior + ", " + text
     return found
+
+
+_ROWS: dict[type, bool] = {}
+"""Headers class -> whether its instances keep ``_list``: rows of (raw name, lower-cased
+name, value), which httpx has kept since 0.18 and from which ``Headers.raw`` builds a new
+list on every read.  A class that keeps anything else is read through ``raw``."""
+
+
+def _keeps_rows(kind: type) -> bool:
+    """Whether ``kind`` keeps its headers as rows :func:`_wanted_headers` can read."""
+    try:
+        return bool(kind({"X-Pw": "v"})._list == [(b"X-Pw", b"x-pw", b"v")])
+    except Exception:
+        return False
 
 
 _REDIRECTED: weakref.WeakKeyDictionary[Any, tuple[wire.Payload, object]] = (
