@@ -137,7 +137,8 @@ class Payload:
     ``unparseable`` is set when the payload is not JSON at all (then ``messages`` is empty);
     ``empty_batch`` marks ``[]``, which the spec calls invalid but servers still send.
     ``plain`` is set when every element is a well-formed request or result; ``messages`` is
-    then built only if someone asks for it.
+    then built only if someone asks for it.  :func:`pairwatch.pairing._fast.healthy` builds
+    that kind without ``__init__`` (it sets the four slots itself): keep the two in step.
     """
 
     __slots__ = ("_messages", "is_batch", "plain", "unparseable")
