@@ -32,7 +32,7 @@ from pairwatch import guard, switch
 from pairwatch.channel import Options
 from pairwatch.exchange_channel import ExchangeChannel
 from pairwatch.integrations._request import Exchange, Request, open_exchange
-from pairwatch.integrations._stream import usual_bytes
+from pairwatch.integrations._stream import usual
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import wire
 from pairwatch.pairing.limits import process_budget
@@ -50,6 +50,7 @@ ENABLED = True
 _REQUEST = wire.Kind.REQUEST
 _RESULT = wire.Kind.RESULT
 _new = tuple.__new__  # a NamedTuple's own __new__ is one more Python call per exchange
+_PENDING = process_budget()  # never replaced (a fork resets it in place): no call per use
 
 
 class Begun(NamedTuple):
@@ -82,7 +83,7 @@ def begin(
     parts = exchange_parts(options, integration, host)
     try:  # QuickBatch.open, keeping its fields in a Begun
         now = options.clock()
-        deadline = QuickBatch.admit(payload, now, read_timeout, parts[3], process_budget())
+        deadline = QuickBatch.admit(payload, now, read_timeout, parts[3], _PENDING)
     except Exception as exc:  # as open_exchange: reported, and nothing is recorded
         guard.report("sent", exc, parts[1].internal_error)
         return Exchange(ExchangeChannel.holding(parts, None), payload, read_timeout, body)
@@ -98,7 +99,7 @@ def _quick(begun: Begun) -> QuickBatch:
     """The quick batch :meth:`QuickBatch.open` would have made (its budget already taken)."""
     return QuickBatch(
         begun.payload, begun.plain, begun.sent_at, begun.context, begun.read_timeout,
-        begun.deadline, process_budget(),
+        begun.deadline, _PENDING,
     )  # fmt: skip
 
 
@@ -116,7 +117,8 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
         return exchange(begun)
     held: Exchange | None = None
     try:
-        reply = wire.parse_healthy(body, _RESULT) if usual_bytes(body, content_type) else None
+        seen = usual(body, content_type)  # a body parsed as the bytes it is: seen[2]
+        reply = wire.parse_healthy(body, _RESULT) if seen is not None and seen[2] else None
         if reply is None:
             return exchange(begun)
         parts = begun.parts
@@ -155,7 +157,8 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
         guard.shielded("tap_close", held.close, "closed")
         return None
     try:  # as Sink.paired_whole: a recorded batch span needs the Batch, nothing else does
-        decided = sink.decide(begun.context, payload.is_batch)
+        # Sink.decide's own first check, made here: with spans off it is not called.
+        decided = sink.decide(begun.context, payload.is_batch) if parts[1].spans else None
         if decided is not None:
             quick = _quick(begun)
             if push is not None:
@@ -165,7 +168,7 @@ def reply_body(begun: Begun, body: bytes, content_type: str | None) -> Exchange 
             return None
         plain = begun.plain
         n = len(plain.keys)
-        process_budget().release(n)
+        _PENDING.release(n)
         latency = now - begun.sent_at
         sink.healthy_closed(payload.is_batch, n, plain.methods or [], latency, "body_end")
     except Exception as exc:  # as Exchange.replied_at

@@ -21,18 +21,23 @@ from pairwatch.integrations._sse import SseParser
 from pairwatch.integrations._watch import adopt, register, unwatch, watch_later
 from pairwatch.pairing import wire
 
-__all__ = ["MAX_BODY", "Tap", "usual_bytes", "usual_reply", "usual_type"]
+__all__ = ["MAX_BODY", "Tap", "usual", "usual_reply", "usual_type"]
+
+Seen = tuple[str | None, bool, bool]
+"""What a Content-Type says: its charset; whether it is an event stream; whether its body
+is parsed as the bytes it is (no charset, or a UTF-8 one)."""
+
+_CONTENT_TYPES: dict[str | None, Seen] = {}
+"""Content-Type -> :data:`Seen`: a client reads the same few types, and parsing one costs
+as much as the rest of setting up a tap.  Bounded: past 64 it starts over."""
 
 
-_CONTENT_TYPES: dict[str | None, tuple[str | None, bool]] = {}
-"""Content-Type -> (charset, is an event stream): a client reads the same few types, and
-parsing one costs as much as the rest of setting up a tap.  Bounded: past 64 it starts over."""
-
-
-def _content_type(content_type: str | None) -> tuple[str | None, bool]:
+def _content_type(content_type: str | None) -> Seen:
+    charset = charset_of(content_type)
     found = (
-        charset_of(content_type),
+        charset,
         bool(content_type) and "text/event-stream" in str(content_type).lower(),
+        charset is None or charset in UTF8,
     )
     if content_type is None or type(content_type) is str:  # only these are kept
         if len(_CONTENT_TYPES) >= 64:
@@ -107,7 +112,7 @@ class Tap:
             found = None
         if found is None:
             found = _content_type(content_type)
-        self._charset, is_sse = found
+        self._charset, is_sse, _ = found
         if is_sse:
             self._sse: SseParser | None = SseParser()
             channel.relabel("sse")
@@ -321,25 +326,25 @@ def usual_reply(
     Why: the tap exists to follow a body read piece by piece; a body already whole needs
     none of its state, and building it cost a dozen calls on every buffered exchange.
     """
-    found = _usual(body, content_type)
+    found = usual(body, content_type)
     if found is None or elsewhere:
         return None
     return parse_body(body, found[0])
 
 
-def usual_bytes(body: bytes, content_type: str | None) -> bool:
-    """Whether :func:`usual_reply` (of a reply answered here) would parse ``body`` as the
-    bytes it is, with no charset to apply first."""
-    found = _usual(body, content_type)
-    return found is not None and (found[0] is None or found[0] in UTF8)
-
-
-def _usual(body: bytes, content_type: str | None) -> tuple[str | None, bool] | None:
+def usual(body: bytes, content_type: str | None) -> Seen | None:
+    """What the Content-Type of a whole body says, when the body is the usual reply (a type
+    already seen, not an event stream, not empty, within the size limit and the budget);
+    else None.  Its last member says whether the body is parsed as the bytes it is."""
     try:
         found = _CONTENT_TYPES.get(content_type)
     except TypeError:
         return None
     size = len(body)
-    if found is None or found[1] or not size or size > MAX_BODY or not body_budget().fits(size):
+    if found is None or found[1] or not size or size > MAX_BODY or not _BODIES.fits(size):
         return None
     return found
+
+
+_BODIES = body_budget()
+"""The process's body budget, read here without a call per body (it is never replaced)."""
