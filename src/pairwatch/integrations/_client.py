@@ -58,7 +58,11 @@ class HttpClient:
         """The JSON-RPC payload of the body, or None when it is not JSON-RPC."""
         if request.parsed is not None:
             return request.parsed
-        return decoded_payload(request.body) if request.decoded else request_payload(request.body)
+        if request.decoded:
+            return decoded_payload(request.body)
+        body = request.body  # the healthy shape first, without request_payload's own call
+        found = wire.parse_healthy(body, wire.Kind.REQUEST)
+        return found if found is not None else request_payload(body, healthy_tried=True)
 
     def attach(
         self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]

@@ -99,7 +99,8 @@ def _begin(
                 payload, options, client.integration, host, request.body, request.read_timeout,
                 current,
             )  # fmt: skip
-        if options.propagate and request.headers is not None:
+        # inject_context's first check made here: an empty context holds no span to send.
+        if options.propagate and request.headers is not None and (current is None or current):
             inject_context(request.headers, current)
         return opened
     except Exception as exc:
@@ -310,7 +311,10 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
                 raise
             finally:
                 ACTIVE.reset(token)
-            _begun_attach(client, exchange, response, instance, kwargs)
+            try:  # attach_begun closes what it opened on failure; this is defensive
+                client.attach_begun(exchange, response, instance, kwargs)
+            except Exception as exc:
+                guard.report(client.integration + "_attach", exc, exchange.parts[1].internal_error)
             return response
         streamed = None
         if exchange is None:
@@ -371,14 +375,3 @@ async def _healthy_asend(
         raise
     _replied(client, begun, response)
     return response
-
-
-def _begun_attach(
-    client: HttpClient, begun: Begun, response: Any, instance: Any, kwargs: dict[str, Any]
-) -> None:
-    """The attach of a call opened the quick way whose library attaches to the response
-    itself (``attaches_begun``); never raises."""
-    try:
-        client.attach_begun(begun, response, instance, kwargs)  # closes what it opened on failure
-    except Exception as exc:  # defensive: the library's attach reports its own failures
-        guard.report(client.integration + "_attach", exc, begun.parts[1].internal_error)

@@ -69,16 +69,18 @@ _HOSTS: dict[str, str | None] = {}
 the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""
 
 
-def request_payload(body: object) -> wire.Payload | None:
+def request_payload(body: object, healthy_tried: bool = False) -> wire.Payload | None:
     """Classify a request body when, and only when, it looks like JSON-RPC.
 
-    A healthy JSON-RPC body is recognised by the one typed decode that also classifies it.
-    Anything else is sniffed first: one character and one substring, so a body that is not
-    JSON-RPC costs well under a microsecond more and is parsed no further.
+    A healthy JSON-RPC body is recognised by the one typed decode that also classifies it
+    (unless the caller has tried that already: ``healthy_tried``).  Anything else is sniffed
+    first: one character and one substring, so a body that is not JSON-RPC costs well under
+    a microsecond more and is parsed no further.
     """
-    healthy = wire.parse_healthy(body, wire.Kind.REQUEST)  # one decode for most traffic
-    if healthy is not None:
-        return healthy
+    if not healthy_tried:
+        healthy = wire.parse_healthy(body, wire.Kind.REQUEST)  # one decode for most traffic
+        if healthy is not None:
+            return healthy
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
     parsed = wire.parse(body)  # no hint: the healthy shape was just tried and did not fit

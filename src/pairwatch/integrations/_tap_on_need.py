@@ -29,7 +29,8 @@ from pairwatch.integrations import _healthy
 from pairwatch.integrations._healthy import Begun
 from pairwatch.integrations._request import Exchange
 from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._watch import WATCHED, register, watch_later
+from pairwatch.integrations._watch import WATCHED, watch_later
+from pairwatch.sweeper import SWEEPER
 
 try:  # the lock threading.RLock() returns, without that function's own Python call
     from _thread import RLock
@@ -74,7 +75,8 @@ class TapOnNeed:
         # can see it: a pass that builds the tap right away hands the tap this watch.
         try:
             self._watch = watch = watch_later(owner, self)
-            register(watch)
+            WATCHED[id(watch)] = watch  # register(), written out: this is every exchange
+            SWEEPER.ensure_running()
         except Exception as exc:
             tap = self._built()
             if tap is not None:

@@ -34,7 +34,7 @@ from typing import Any
 from pairwatch import guard
 from pairwatch.channel import Options
 from pairwatch.integrations import _decoders, _healthy
-from pairwatch.integrations._calls import Args, Kwargs, argument
+from pairwatch.integrations._calls import Args, Kwargs
 from pairwatch.integrations._exchange import (
     Begun,
     Exchange,
@@ -225,7 +225,7 @@ class _Aiohttp(HttpClient):
     integration = "aiohttp"
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
-        url = argument(args, kwargs, 1, "str_or_url")
+        url = args[1] if len(args) > 1 else kwargs.get("str_or_url")  # argument(), written out
         host = host_of(url)
         if host is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)

@@ -188,7 +188,7 @@ class _Httpx(HttpClient):
         self._tee = tee
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
-        request: Any = argument(args, kwargs, 0, "request")
+        request: Any = args[0] if args else kwargs.get("request")  # argument(), written out
         timeout = _read_timeout(request)
         followed = _REDIRECTED.pop(request, None) if _redirects_seen else None
         if followed is not None:  # the caller sends a redirect's next_request itself
