@@ -321,3 +321,30 @@ def test_a_drop_that_comes_while_its_tap_is_built_is_kept(scripted, monkeypatch)
     assert dropped_during == [True]
     assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == 3
     assert otel.value("batch.closed") == 1
+
+
+@pytest.mark.parametrize("on_need", [False, True], ids=["at_attach", "on_need"])
+def test_an_attach_that_fails_closes_its_batch_once(scripted, monkeypatch, on_need):
+    """Putting the tee on the response fails (stood in for by the tee class refusing to be
+    built, as a changed aiohttp could): the failure is counted once, the caller reads its
+    reply unobserved, and the batch closes once, as ``closed``, also after its response is
+    collected (a watch left on it would drop the batch a second time)."""
+    import gc
+
+    def refuse() -> type:
+        raise RuntimeError("no tee")
+
+    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: on_need)
+    monkeypatch.setattr(aiohttp_client, "tee_class", refuse)
+    otel, clock = Otel(), FakeClock()
+    path = f"/tap-on-need-attach-fails-{on_need}"
+    SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [REPLY], False)
+    assert _exchange(scripted + path, _read, otel, clock, False) == REPLY
+    gc.collect()  # the response, and anything still watching it
+    pairwatch.flush()
+    assert otel.counters() == {
+        "batch.requests": 3, "batch.closed": 1, "batch.missing_response": 3,
+        "batch.response_count_mismatch": 1, "pairwatch.internal_errors": 1,
+    }  # fmt: skip
+    assert otel.value("batch.closed", pairwatch__close_reason="closed") == 1
+    assert not [ref for ref in _watch.WATCHED.values() if ref() is None]

@@ -57,7 +57,7 @@ class TapOnNeed:
         "_content_type", "_done", "_drop", "_exchange", "_lock", "_tap", "_token", "_watch",
     )  # fmt: skip
 
-    def __init__(self, exchange: Exchange | Begun, content_type: str | None, owner: object) -> None:
+    def __init__(self, exchange: Exchange | Begun, content_type: str | None) -> None:
         # An exchange opened the quick way stays a Begun until the token's taker needs more
         # (:meth:`_held`): a whole read that pairs never builds the exchange record.
         self._exchange = exchange
@@ -70,9 +70,17 @@ class TapOnNeed:
         self._lock = RLock()
         self._watch: weakref.ref[Any] | None = None
         self._drop: str | None = None  # a drop that came while this thread built the tap
-        # Watching ``owner`` (the caller's response), as :meth:`Tap.abandon_with` does; the
-        # tap, once built, takes the watch over.  The watch is kept here before the sweeper
-        # can see it: a pass that builds the tap right away hands the tap this watch.
+
+    @property
+    def done(self) -> bool:
+        tap = self._tap
+        return self._done if tap is None else tap.done
+
+    def abandon_with(self, owner: object) -> None:
+        """:meth:`Tap.abandon_with`; the tap, once built, takes the watch over.  The watch
+        is kept here before the sweeper can see it: a pass that builds the tap right away
+        hands the tap this watch.  Called last, once the tee is on the response: an attach
+        that fails before leaves nothing watching, to drop its batch a second time."""
         try:
             self._watch = watch = watch_later(owner, self)
             WATCHED[id(watch)] = watch  # register(), written out: this is every exchange
@@ -81,11 +89,6 @@ class TapOnNeed:
             tap = self._built()
             if tap is not None:
                 tap.fail("tap_watch", exc)
-
-    @property
-    def done(self) -> bool:
-        tap = self._tap
-        return self._done if tap is None else tap.done
 
     def last_raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         """The read that ends the body: the whole body, unless a tap already holds a part.

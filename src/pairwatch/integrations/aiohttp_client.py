@@ -280,7 +280,7 @@ class _Aiohttp(HttpClient):
             and not answered_elsewhere(status, location)
             and usual_type(content_type)
         ):  # the usual reply, read whole by nearly every caller: a tap only if needed
-            tap = TapOnNeed(opened, content_type, response)
+            tap = TapOnNeed(opened, content_type)
         else:
             if not isinstance(opened, Exchange):
                 opened = _healthy.exchange(opened)
@@ -293,10 +293,10 @@ class _Aiohttp(HttpClient):
                 status=status,
                 location=location,
             )
-            tap.abandon_with(response)
         tee: Any = object.__new__(tee_class())  # no __init__: its state is the original's
         tee._pw_inner, tee._pw_tap = response.content, tap
         response.content = tee
+        tap.abandon_with(response)  # last: a failure above leaves nothing watching
         return tap
 
 
