@@ -301,8 +301,9 @@ def _wanted_headers(headers: Any) -> list[str | None]:
 
 _ROWS: dict[type, bool] = {}
 """Headers class -> whether its instances keep ``_list``: rows of (raw name, lower-cased
-name, value), which httpx has kept since 0.18 and from which ``Headers.raw`` builds a new
-list on every read.  A class that keeps anything else is read through ``raw``."""
+name, value), as httpx 0.29 and httpx2 2.16 do, from which ``Headers.raw`` builds a new list
+on every read.  Each class is probed once; one that keeps anything else is read through
+``raw``."""
 
 
 def _keeps_rows(kind: type) -> bool:
