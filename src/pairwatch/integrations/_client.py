@@ -17,7 +17,7 @@ from pairwatch.integrations._request import (
     Request,
     Streamed,
     decoded_payload,
-    request_payload,
+    unusual_payload,
 )
 from pairwatch.integrations._stream import Tap
 from pairwatch.pairing import wire
@@ -60,9 +60,9 @@ class HttpClient:
             return request.parsed
         if request.decoded:
             return decoded_payload(request.body)
-        body = request.body  # the healthy shape first, without request_payload's own call
+        body = request.body  # request_payload's two steps, without its own call
         found = wire.parse_healthy(body, wire.Kind.REQUEST)
-        return found if found is not None else request_payload(body, healthy_tried=True)
+        return found if found is not None else unusual_payload(body)
 
     def attach(
         self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]

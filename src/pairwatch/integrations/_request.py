@@ -39,6 +39,7 @@ __all__ = [
     "inject_context",
     "open_exchange",
     "request_payload",
+    "unusual_payload",
 ]
 
 
@@ -69,21 +70,27 @@ _HOSTS: dict[str, str | None] = {}
 the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""
 
 
-def request_payload(body: object, healthy_tried: bool = False) -> wire.Payload | None:
+def request_payload(body: object) -> wire.Payload | None:
     """Classify a request body when, and only when, it looks like JSON-RPC.
 
-    A healthy JSON-RPC body is recognised by the one typed decode that also classifies it
-    (unless the caller has tried that already: ``healthy_tried``).  Anything else is sniffed
-    first: one character and one substring, so a body that is not JSON-RPC costs well under
-    a microsecond more and is parsed no further.
+    A healthy JSON-RPC body is recognised by the one typed decode that also classifies it;
+    anything else goes to :func:`unusual_payload`.
     """
-    if not healthy_tried:
-        healthy = wire.parse_healthy(body, wire.Kind.REQUEST)  # one decode for most traffic
-        if healthy is not None:
-            return healthy
+    healthy = wire.parse_healthy(body, wire.Kind.REQUEST)  # one decode for most traffic
+    if healthy is not None:
+        return healthy
+    return unusual_payload(body)
+
+
+def unusual_payload(body: object) -> wire.Payload | None:
+    """:func:`request_payload` for a body the healthy shape's decode has declined.
+
+    It is sniffed first: one character and one substring, so a body that is not JSON-RPC
+    costs well under a microsecond more and is parsed no further.
+    """
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
-    parsed = wire.parse(body)  # no hint: the healthy shape was just tried and did not fit
+    parsed = wire.parse(body)  # no hint: the healthy shape was tried and did not fit
     if not parsed.size and not parsed.empty_batch:
         return None
     return parsed  # [] too: the ledger holds it until its reply shows JSON-RPC
