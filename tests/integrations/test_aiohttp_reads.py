@@ -161,3 +161,40 @@ def test_an_empty_body_nobody_reads_ends_normally(otel, scripted):
     assert otel.value("batch.missing_response", pairwatch__close_reason="body_end") == 2
     assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 1
     assert seen["held"].closed
+
+
+# ------------------------------------------------------- the tee comes off at the end
+def _reads_then_holds(url: str, read: Any, instrument: Any) -> dict[str, Any]:
+    """Read the body ``read``'s way, then read again through the reader the caller got
+    before its first read; report what the response holds afterwards."""
+    seen: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with aiohttp.ClientSession() as session:
+            instrument(session)
+            async with session.post(url, data=REQUEST, headers=JSON) as r:
+                kept = r.content
+                seen["body"] = await read(r)
+                seen["after"] = type(r.content)
+                seen["again"] = await kept.read()
+                seen["at_eof"] = r.content.at_eof()
+
+    asyncio.run(run())
+    return seen
+
+
+@pytest.mark.parametrize("how", sorted(READS))
+def test_the_tee_comes_off_when_the_body_ends(otel, scripted, how):
+    """Once the body has ended, the response holds aiohttp's own reader again, however the
+    body was read (whole, or in pieces through a tap); a reader kept from before still
+    reads through the tee, and nothing is counted twice."""
+    path = _script(f"/aiohttp-tee-off-{how}", [REPLY[:9], REPLY[9:30], REPLY[30:]])
+    read = READS[how]
+    without = _reads_then_holds(scripted + path, read, bare)
+    with_pw = _reads_then_holds(scripted + path, read, instrumenting(otel))
+    assert with_pw == without
+    assert with_pw["after"] is aiohttp.StreamReader
+    assert with_pw["again"] == b""
+    assert otel.counters() == {"batch.requests": 2, "batch.closed": 1}
+    assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 1
+    assert otel.value("batch.closed", pairwatch__diagnosis="ok") == 1

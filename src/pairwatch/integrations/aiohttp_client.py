@@ -22,12 +22,15 @@ when the reader has none yet, calls ``content.set_exception()``.  The tee hears 
 exchange ends there (``stream_dropped``, or ``body_end`` for an empty body nobody needed to
 read) with nothing hooked on the response; a response collected without either is caught by
 the tap's weak reference (:meth:`~pairwatch.integrations._stream.Tap.abandon_with`).
+Once the body has ended, the tee puts aiohttp's own reader back on the response, so the
+release that follows costs what it costs without pairwatch.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -104,6 +107,10 @@ def _teed(name: str) -> Callable[..., Any]:
             at_eof = False
         if at_eof:  # the body ends with this read (usually it is the whole body)
             tap.last_raw_chunk(data[0] if chunk else data)
+            # _off, written out: the tap is done, so aiohttp's own reader goes back.
+            owner = self._pw_owner()
+            if owner is not None and owner.content is self:
+                owner.content = inner
         else:
             tap.raw_chunk(data[0] if chunk else data)
         return data
@@ -118,7 +125,7 @@ def tee_class() -> type:
     from aiohttp import streams
 
     base = streams.StreamReader
-    ns: dict[str, Any] = {"__slots__": ("_pw_inner", "_pw_tap")}
+    ns: dict[str, Any] = {"__slots__": ("_pw_inner", "_pw_owner", "_pw_tap")}
     for klass in reversed(base.__mro__[:-1]):
         for name, value in vars(klass).items():
             if name in _SKIPPED:
@@ -168,6 +175,7 @@ def tee_class() -> type:
             at_eof = False
         if at_eof:  # the body ends with this read (usually it is the whole body)
             tap.last_raw_chunk(data)
+            _off(self)
         else:
             tap.raw_chunk(data)
 
@@ -189,6 +197,21 @@ def tee_class() -> type:
         __doc__="StreamReader tee installed by pairwatch; reads go to the original.",
     )
     return type("PairwatchStreamReader", (base,), ns)
+
+
+def _off(tee: Any) -> None:
+    """Put aiohttp's own reader back on the response once the body has ended.
+
+    Why: after the end the tap is done and the tee has nothing left to show it, yet
+    aiohttp's release and close would still go through it (``exception()``, then
+    ``set_exception()``, four Python calls of the tee's on every exchange).  Only if the
+    tee is still what the response holds; a caller that kept the tee reads through it as
+    before.  The tee holds the response weakly: a strong reference would make the two a
+    cycle, left to the garbage collector.
+    """
+    owner = tee._pw_owner()
+    if owner is not None and owner.content is tee:
+        owner.content = tee._pw_inner
 
 
 class _CallHeaders:
@@ -295,6 +318,7 @@ class _Aiohttp(HttpClient):
             )
         tee: Any = object.__new__(tee_class())  # no __init__: its state is the original's
         tee._pw_inner, tee._pw_tap = response.content, tap
+        tee._pw_owner = weakref.ref(response)
         response.content = tee
         tap.abandon_with(response)  # last: a failure above leaves nothing watching
         return tap
