@@ -20,6 +20,7 @@ the call goes on as if pairwatch were absent.
 from __future__ import annotations
 
 import contextvars
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +57,7 @@ __all__ = [
     "answered_elsewhere",
     "async_send",
     "decoded_payload",
+    "fixed",
     "host_of",
     "open_exchange",
     "request_payload",
@@ -71,6 +73,13 @@ requests or aiohttp session it posts with, or a library that calls its own wrapp
 again (requests' redirects call ``Session.send`` per hop).  The outermost tracked call is
 the exchange; nested calls pass through.
 """
+
+
+def fixed(options: Options) -> Callable[[], Options]:
+    """The ``options`` argument of :func:`sync_send` and :func:`async_send` for one
+    client's own options: a callable that always returns them, called without a Python
+    frame (a ``lambda`` is one more Python call on every exchange)."""
+    return itertools.repeat(options).__next__
 
 
 def _begin(

@@ -45,6 +45,7 @@ from pairwatch.integrations._exchange import (
     Request,
     answered_elsewhere,
     async_send,
+    fixed,
     host_of,
 )
 from pairwatch.integrations._patch import Patches, Wrapper
@@ -376,7 +377,7 @@ def install(client: object, options: Options) -> Patches:
             f"pairwatch instruments aiohttp.ClientSession, not {type(client).__qualname__}"
         )
     patches = Patches()
-    patches.wrap(client, "_request", async_send(_Aiohttp(), lambda: options))
+    patches.wrap(client, "_request", async_send(_Aiohttp(), fixed(options)))
     return patches
 
 

@@ -37,6 +37,7 @@ from pairwatch.integrations._exchange import (
     Request,
     Streamed,
     async_send,
+    fixed,
     sync_send,
 )
 from pairwatch.integrations._patch import Patches, Wrapper
@@ -376,7 +377,7 @@ def install(client: object, options: Options) -> Patches:
         )
     patches = Patches()
     is_async = isinstance(client, lib.AsyncClient)
-    patches.wrap(client, "send", _wrapper(lib_name, is_async, lambda: options))
+    patches.wrap(client, "send", _wrapper(lib_name, is_async, fixed(options)))
     return patches
 
 

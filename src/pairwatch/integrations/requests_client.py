@@ -24,6 +24,7 @@ from pairwatch.integrations._exchange import (
     Reply,
     Request,
     Streamed,
+    fixed,
     sync_send,
 )
 from pairwatch.integrations._patch import Patches, Wrapper
@@ -127,7 +128,7 @@ def install(client: object, options: Options) -> Patches:
     if not isinstance(client, requests.Session):
         raise TypeError(f"pairwatch instruments requests.Session, not {type(client).__qualname__}")
     patches = Patches()
-    patches.wrap(client, "send", sync_send(_Requests(), lambda: options))
+    patches.wrap(client, "send", sync_send(_Requests(), fixed(options)))
     return patches
 
 

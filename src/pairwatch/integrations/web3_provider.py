@@ -36,7 +36,14 @@ from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle, hold
 from pairwatch.integrations._calls import Args, Around, Kwargs, argument
-from pairwatch.integrations._exchange import Exchange, HttpClient, Request, async_send, sync_send
+from pairwatch.integrations._exchange import (
+    Exchange,
+    HttpClient,
+    Request,
+    async_send,
+    fixed,
+    sync_send,
+)
 from pairwatch.integrations._patch import Patches
 from pairwatch.integrations._stream import Tap
 from pairwatch.integrations._ws import WsTap, instrument_connection
@@ -171,9 +178,9 @@ def _repair_decoded(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 def _install_http(handle: Web3Handle, provider: Any, options: Options, is_async: bool) -> None:
     manager = provider._request_session_manager
     if is_async:
-        handle.wrap(manager, "async_make_post_request", async_send(_Web3Http(), lambda: options))
+        handle.wrap(manager, "async_make_post_request", async_send(_Web3Http(), fixed(options)))
     else:
-        handle.wrap(manager, "make_post_request", sync_send(_Web3Http(), lambda: options))
+        handle.wrap(manager, "make_post_request", sync_send(_Web3Http(), fixed(options)))
     if options.repair:
         handle.wrap(provider, "decode_rpc_response", _repair_decoded)
 
