@@ -34,6 +34,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
 from pairwatch.otel import sampler_fast, span_fast
+from pairwatch.otel.current import get_current
 
 __all__ = ["Decided", "RootSpans", "available"]
 
@@ -54,6 +55,29 @@ def _sets_random_flag() -> bool:
 
 
 _RANDOM = _sets_random_flag()
+
+
+def _span_key() -> str | None:
+    """The key under which the API keeps a context's span, when a context without it is
+    what ``get_current_span`` reads as no span; None: that function is asked every time."""
+    try:
+        from opentelemetry.trace import propagation
+
+        key = getattr(propagation, "_SPAN_KEY", None)
+        probe = trace.set_span_in_context(trace.INVALID_SPAN, Context())
+        if (
+            isinstance(key, str)
+            and list(probe) == [key]
+            and trace.get_current_span(Context()) is trace.INVALID_SPAN
+            and not trace.INVALID_SPAN.get_span_context().is_valid
+        ):
+            return key
+    except Exception:  # pragma: no cover - depends on the installed API
+        pass
+    return None
+
+
+_SPAN_KEY = _span_key()
 
 
 class Decided:
@@ -86,7 +110,16 @@ class RootSpans:
     def decide(self, parent: Context | None, name: str, kind: SpanKind) -> Decided | None:
         """Ask the sampler as ``start_span`` would; None when the span is not recorded."""
         tracer = self._tracer
-        found = trace.get_current_span(parent).get_span_context()
+        found: SpanContext | None
+        # The API's get_current_span, written out for a context that holds no span (a root
+        # batch: four Python calls to learn there is no parent).
+        if (
+            _SPAN_KEY is not None
+            and (get_current() if parent is None else parent).get(_SPAN_KEY) is None
+        ):
+            found = None
+        else:
+            found = trace.get_current_span(parent).get_span_context()
         ids = tracer.id_generator
         parent_span: SpanContext | None
         if found is None or not found.is_valid:

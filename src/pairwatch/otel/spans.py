@@ -104,7 +104,8 @@ class SpanWriter:
         recorded (then nothing of the batch is needed for spans), :data:`LATER` when only
         ``start_span`` in :meth:`write` can tell.  A decision goes to :meth:`write` as is:
         the sampler is asked once per batch."""
-        if self._dropped():
+        # _dropped's own checks made first: for the SDK's tracer it is not called.
+        if (self._proxy or type(self.tracer) is trace.NoOpTracer) and self._dropped():
             return None
         roots = self._roots()
         if roots is None:
