@@ -58,10 +58,10 @@ def _rule(sampler: object, depth: int = 0) -> Drops | None:
             return _always
         return _never if decision is Decision.RECORD_AND_SAMPLE else None
     if should_sample is TraceIdRatioBased.should_sample:
-        found = _ratio(sampler)
-        if found is None:
+        limit = getattr(cls, "TRACE_ID_LIMIT", None)
+        bound = getattr(sampler, "bound", None)
+        if not isinstance(limit, int) or not isinstance(bound, int):
             return None
-        limit, bound = found
 
         def ratio(parent: SpanContext | None, trace_id: int) -> bool:
             return trace_id & limit >= bound
@@ -79,18 +79,9 @@ def _rule(sampler: object, depth: int = 0) -> Drops | None:
         root, remote_on, remote_off, local_on, local_off = rules
         if root is None:
             return None  # the common case, a root batch, would be asked anyway
-        root_sampler = getattr(sampler, "_root", None)
-        root_ratio = (  # (limit, bound): the root's rule, written out below
-            _ratio(root_sampler)
-            if getattr(type(root_sampler), "should_sample", None) is TraceIdRatioBased.should_sample
-            else None
-        )
-        root_limit, root_bound = root_ratio if root_ratio is not None else (0, 0)
 
         def parent_based(parent: SpanContext | None, trace_id: int) -> bool:
             if parent is None:
-                if root_ratio is not None:  # a root batch under a ratio: one call fewer
-                    return trace_id & root_limit >= root_bound
                 return root(parent, trace_id)
             if parent.is_remote:
                 chosen = remote_on if parent.trace_flags.sampled else remote_off
@@ -100,16 +91,6 @@ def _rule(sampler: object, depth: int = 0) -> Drops | None:
 
         return parent_based
     return None
-
-
-def _ratio(sampler: object) -> tuple[int, int] | None:
-    """A ``TraceIdRatioBased`` sampler's id mask and bound: it drops a trace id whose masked
-    value is at or above the bound.  None for anything else."""
-    limit = getattr(type(sampler), "TRACE_ID_LIMIT", None)
-    bound = getattr(sampler, "bound", None)
-    if not isinstance(limit, int) or not isinstance(bound, int):
-        return None
-    return limit, bound
 
 
 def _agrees(sampler: object, rule: Drops) -> bool:
