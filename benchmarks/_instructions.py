@@ -20,12 +20,21 @@ after the same warm-up;
 cancelled out.  Opt in with ``--only instructions`` (a few minutes: every
 child runs about 50 times slower under valgrind); skipped when valgrind is not installed
 (``apt install valgrind``).
+
+Every child runs under a fixed hash seed (``PYTHONHASHSEED``), the same for the bare and the
+instrumented count: a seed decides how dict and set look-ups collide, and left to chance it
+moved a one-request in-process count by about 3,000 instructions, the cost of six Python
+calls.  With the seed fixed a count repeats within a few hundred.  Which seed is not neutral
+(layouts differ, so one seed can favour one commit by a few hundred), hence ``--seeds`` for
+more of them: each seed is one paired count, and a row's min, median and max are over seeds.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +49,7 @@ MOCK_SHORT, MOCK_LONG = 100, 1100  # in-process exchanges are cheap: more of the
 SPAN_SIZES = (100,)  # spans (AlwaysOn, one child per id) are counted at this batch size
 SAMPLED_SIZES = (1,)  # ParentBased(TraceIdRatioBased(0.01)): 99 batches in 100 dropped
 WARM_UP = 100
+SEEDS = (1,)  # hash seeds: one paired count each (run.py --seeds)
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
@@ -63,25 +73,38 @@ def _child(lib: str, size: int, variant: str, count: int, url: str) -> None:
     flush()
 
 
-def _count(lib: str, size: int, variant: str, count: int, url: str) -> int:
+def _count(lib: str, size: int, variant: str, count: int, url: str, seed: int) -> int:
     cmd = [
         "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
         sys.executable, str(Path(__file__).resolve()), lib, str(size), variant, str(count), url,
     ]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, env=env)
     found = _COLLECTED.search(done.stderr)
     if done.returncode != 0 or found is None:
         raise RuntimeError(f"callgrind run failed ({done.returncode}): {done.stderr[-500:]}")
     return int(found.group(1))
 
 
-def _per_exchange(lib: str, size: int, variant: str, url: str, pool: ThreadPoolExecutor) -> float:
+def _per_exchange(
+    lib: str, size: int, variant: str, url: str, pool: ThreadPoolExecutor, seeds: tuple[int, ...]
+) -> list[float]:
+    """Instructions per exchange, one count per seed (both runs of a count share its seed)."""
     counts = (MOCK_SHORT, MOCK_LONG) if lib == MOCK else (SHORT, LONG)
-    short, long = pool.map(lambda n: _count(lib, size, variant, n, url), counts)
-    return (long - short) / (counts[1] - counts[0])
+    found = []
+    for seed in seeds:
+        jobs = [pool.submit(_count, lib, size, variant, n, url, seed) for n in counts]
+        short, long = (job.result() for job in jobs)
+        found.append((long - short) / (counts[1] - counts[0]))
+    return found
 
 
-def run_instructions(results: Results, libraries: tuple[str, ...], sizes: tuple[int, ...]) -> None:
+def run_instructions(
+    results: Results,
+    libraries: tuple[str, ...],
+    sizes: tuple[int, ...],
+    seeds: tuple[int, ...] = SEEDS,
+) -> None:
     if shutil.which("valgrind") is None:
         results.skip(SECTION, "all", "valgrind is not installed (apt install valgrind)")
         return
@@ -89,20 +112,20 @@ def run_instructions(results: Results, libraries: tuple[str, ...], sizes: tuple[
         for lib in libraries:
             for size in sizes:
                 try:
-                    bare = _per_exchange(lib, size, "bare", url, pool)
-                    metrics = _per_exchange(lib, size, "metrics", url, pool)
+                    bare = _per_exchange(lib, size, "bare", url, pool, seeds)
+                    metrics = _per_exchange(lib, size, "metrics", url, pool, seeds)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     results.skip(SECTION, f"{lib} {size}-request batch", str(exc)[:200])
                     continue
-                _add(results, lib, size, "metrics", bare, metrics)
+                _add(results, lib, size, "metrics", bare, metrics, seeds)
                 for variant in _more_variants(size):
                     try:
-                        found = _per_exchange(lib, size, variant, url, pool)
+                        found = _per_exchange(lib, size, variant, url, pool, seeds)
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
                         label = f"{lib} {size}-request batch, {variant}"
                         results.skip(SECTION, label, str(exc)[:200])
                         continue
-                    _add(results, lib, size, variant, bare, found)
+                    _add(results, lib, size, variant, bare, found, seeds)
 
 
 def _more_variants(size: int) -> list[str]:
@@ -113,20 +136,35 @@ def _more_variants(size: int) -> list[str]:
     )
 
 
-def _add(results: Results, lib: str, size: int, variant: str, bare: float, found: float) -> None:
-    extra = found - bare
+def _add(
+    results: Results,
+    lib: str,
+    size: int,
+    variant: str,
+    bare: list[float],
+    found: list[float],
+    seeds: tuple[int, ...],
+) -> None:
+    """One row: the ratio per seed (each seed's instrumented count over its own bare one)."""
+    extra = statistics.median(f - b for f, b in zip(found, bare, strict=True))
     where = "in-process (mock transport)" if lib == MOCK else "plain server"
     name = "httpx" if lib == MOCK else lib
+    spread = ""
+    if len(seeds) > 1:
+        added = [f - b for f, b in zip(found, bare, strict=True)]
+        spread = f"; added per seed {min(added):,.0f} to {max(added):,.0f}"
     note = (
-        f"bare {bare:,.0f}, {variant} {found:,.0f} instructions; pairwatch adds "
-        f"{extra:,.0f} per exchange ({extra / size:,.0f} per request id)"
+        f"bare {statistics.median(bare):,.0f}, {variant} {statistics.median(found):,.0f} "
+        f"instructions; pairwatch adds {extra:,.0f} per exchange ({extra / size:,.0f} per "
+        f"request id); hash seed{'s' if len(seeds) > 1 else ''} "
+        f"{', '.join(map(str, seeds))}{spread}"
     )
     results.add(
         Row(
             SECTION,
             f"{name} {size}-request batch, {where}: {variant} / bare",
             "x",
-            [found / bare],
+            [f / b for f, b in zip(found, bare, strict=True)],
             note=note,
             gated=False,
         )

@@ -8,6 +8,7 @@ Usage (from the repository root, with the dev extras installed)::
                                              # regression (a median above twice its target)
     python benchmarks/run.py --only ledger,memory
     python benchmarks/run.py --only instructions   # opt-in: valgrind instruction counts
+    python benchmarks/run.py --only instructions --seeds 1,2,3,4   # paired, per hash seed
 
 Ratios are instrumented / bare, paired per repeat (see ``_common.py``); min, median and max
 are over repeats.  Servers run in their own processes.  Targets come from issues 7 and 16.
@@ -78,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="CI mode: seconds, gross only")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
+    parser.add_argument(
+        "--seeds",
+        default="1",
+        help="instructions: comma-separated hash seeds, one paired count each (default 1)",
+    )
     args = parser.parse_args(argv)
     only = set(args.only.split(",")) if args.only else set(SECTIONS) - OPT_IN
     short = args.short
@@ -152,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if "instructions" in only:
         from _instructions import run_instructions
 
-        run_instructions(results, ("httpx-mock", "httpx", "requests", "aiohttp"), (1, 100))
+        seeds = tuple(int(seed) for seed in args.seeds.split(","))
+        run_instructions(results, ("httpx-mock", "httpx", "requests", "aiohttp"), (1, 100), seeds)
 
     if not args.markdown:
         print(
