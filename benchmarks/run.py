@@ -74,6 +74,17 @@ def render(results: Results, markdown: bool) -> str:
     return "\n".join(fmt.format(*row) for row in [header, *lines])
 
 
+def _seeds(text: str) -> tuple[int, ...]:
+    """``1,2,3``: PYTHONHASHSEED values (0 turns hashing randomisation off, also a seed)."""
+    try:
+        seeds = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not comma-separated integers: {text!r}") from None
+    if not seeds or any(not 0 <= seed <= 4294967295 for seed in seeds):
+        raise argparse.ArgumentTypeError(f"hash seeds are 0 to 4294967295: {text!r}")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--short", action="store_true", help="CI mode: seconds, gross only")
@@ -81,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
     parser.add_argument(
         "--seeds",
-        default="1",
+        type=_seeds,
+        default=(1,),
         help="instructions: comma-separated hash seeds, one paired count each (default 1)",
     )
     args = parser.parse_args(argv)
@@ -158,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if "instructions" in only:
         from _instructions import run_instructions
 
-        seeds = tuple(int(seed) for seed in args.seeds.split(","))
-        run_instructions(results, ("httpx-mock", "httpx", "requests", "aiohttp"), (1, 100), seeds)
+        libraries = ("httpx-mock", "httpx", "requests", "aiohttp")
+        run_instructions(results, libraries, (1, 100), args.seeds)
 
     if not args.markdown:
         print(
