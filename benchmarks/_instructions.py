@@ -11,22 +11,24 @@ pairwatch adds to one exchange, and it is the number to compare between two comm
 Counted: metrics only at every batch size, spans (AlwaysOn, a child span per id) at 100
 requests and the ratio sampler (``sampled``) at 1 request, each against the bare client.
 Over loopback for httpx, requests and aiohttp; and for httpx in-process too, on a mock
-transport (``httpx-mock``: no socket, no server), whose counts repeat within about 3,000
-instructions where the loopback ones move by up to 15% of what pairwatch adds, with more
-exchanges per count (``MOCK_SHORT``, ``MOCK_LONG``).
+transport (``httpx-mock``: no socket, no server), with more exchanges per count
+(``MOCK_SHORT``, ``MOCK_LONG``).
 Each count runs a child process under callgrind twice, with ``SHORT`` and ``LONG`` exchanges
 after the same warm-up;
 ``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up, imports and warm-up
-cancelled out.  Opt in with ``--only instructions`` (a few minutes: every
+cancelled out.  Opt in with ``--only instructions`` (about 13 minutes per seed: every
 child runs about 50 times slower under valgrind); skipped when valgrind is not installed
 (``apt install valgrind``).
 
 Every child runs under a fixed hash seed (``PYTHONHASHSEED``), the same for the bare and the
 instrumented count: a seed decides how dict and set look-ups collide, and left to chance it
 moved a one-request in-process count by about 3,000 instructions, the cost of six Python
-calls.  With the seed fixed a count repeats within a few hundred.  Which seed is not neutral
-(layouts differ, so one seed can favour one commit by a few hundred), hence ``--seeds`` for
-more of them: each seed is one paired count, and a row's min, median and max are over seeds.
+calls.  With the seed fixed, an in-process count repeats within a few hundred instructions
+and a loopback one within a few thousand (where socket reads fall).  Which seed is not
+neutral (layouts differ, so one seed can favour one commit by a few hundred), and a seed
+fixes neither the ratio sampler's draw nor when the span processor's export thread runs,
+hence ``--seeds`` for more: each seed is one paired count, and a row's min, median and max
+are over seeds.
 """
 
 from __future__ import annotations
