@@ -93,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seeds",
         type=_seeds,
-        default=(1,),
         help="instructions: comma-separated hash seeds, one paired count each (default 1)",
     )
     args = parser.parse_args(argv)
@@ -168,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     if "instructions" in only:
-        from _instructions import run_instructions
+        from _instructions import SEEDS, run_instructions
 
         libraries = ("httpx-mock", "httpx", "requests", "aiohttp")
-        run_instructions(results, libraries, (1, 100), args.seeds)
+        run_instructions(results, libraries, (1, 100), args.seeds or SEEDS)
 
     if not args.markdown:
         print(
