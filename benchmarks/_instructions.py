@@ -149,13 +149,11 @@ def _add(
     seeds: tuple[int, ...],
 ) -> None:
     """One row: the ratio per seed (each seed's instrumented count over its own bare one)."""
-    extra = statistics.median(f - b for f, b in zip(found, bare, strict=True))
+    added = [f - b for f, b in zip(found, bare, strict=True)]
+    extra = statistics.median(added)
     where = "in-process (mock transport)" if lib == MOCK else "plain server"
     name = "httpx" if lib == MOCK else lib
-    spread = ""
-    if len(seeds) > 1:
-        added = [f - b for f, b in zip(found, bare, strict=True)]
-        spread = f"; added per seed {min(added):,.0f} to {max(added):,.0f}"
+    spread = f"; added per seed {min(added):,.0f} to {max(added):,.0f}" if len(seeds) > 1 else ""
     note = (
         f"bare {statistics.median(bare):,.0f}, {variant} {statistics.median(found):,.0f} "
         f"instructions; pairwatch adds {extra:,.0f} per exchange ({extra / size:,.0f} per "
