@@ -9,7 +9,11 @@ Variants, each its own client so that they can be interleaved:
 * ``sampled``: as ``spans`` with ``ParentBased(TraceIdRatioBased(0.01))``, the sampler a
   production service runs: one batch in a hundred gets spans;
 * ``noop``: metrics with ``spans=True`` on the no-op tracer (the default when no SDK tracer
-  is configured): what a user who only wants metrics but leaves spans on pays.
+  is configured): what a user who only wants metrics but leaves spans on pays;
+* ``minimal`` (httpx and aiohttp): the least any observer that pairs by id pays
+  (``_observer.py``);
+* ``guarded`` (httpx): pairwatch's own checks and metric recording written as one function
+  (``_guarded.py``): the least pairwatch's guarantees cost, however its code is arranged.
 
 Every variant decodes the reply with ``.json()``, as a real client does (the floor pairwatch
 is measured against includes the client's own decode of the same body).  The 1-request
@@ -36,11 +40,12 @@ import pairwatch
 HEADERS = {"content-type": "application/json"}
 TARGETS = {"metrics": 1.10, "spans": 2.0, "sampled": 1.12}
 CPU_TARGET = 1.15  # whole-process CPU, instrumented / bare, for metrics
-FIXED_COST_TARGET_US = 15.0  # one tracked exchange (1-request batch) above bare
+FIXED_COST = 15.0  # µs: one tracked exchange (1-request batch) above bare
 # Medians measured for these very cases on the shared 2-core reference VM: targets missed by
 # a documented gap gate CI at twice these instead of twice the target.
 KNOWN = {"metrics": 1.3, "spans": 3.0, "sampled": 1.3, "noop": 1.3}
 CLEANUP: list[Callable[[], object]] = []  # closers for clients that warn when left open
+CHECKS: list[Callable[[], object]] = []  # a floor's own check, made once its timings are in
 
 
 class _Discard(SpanExporter):
@@ -75,16 +80,36 @@ def _instrumented(client: Any, settings: dict[str, Any]) -> Any:
     return pairwatch.instrument(client, meter_provider=meter, **settings)
 
 
+def _httpx_client(client: Any, settings: dict[str, Any] | str) -> Any:
+    """``client`` instrumented with these settings, or under the floor observer named."""
+    if settings == "minimal":  # the least a pairing observer does (_observer.py)
+        from _observer import minimal_observer
+
+        return minimal_observer(client)
+    if settings == "guarded":  # the least pairwatch's own checks cost (_guarded.py)
+        from _guarded import Guarded, guarded_observer
+
+        counts = Guarded()
+        CHECKS.append(counts.check)
+        meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        options = pairwatch.Options(spans=False, meter_provider=meter)
+        return guarded_observer(client, options, counts)
+    assert not isinstance(settings, str)
+    return _instrumented(client, settings)
+
+
+def _with_floors() -> dict[str, dict[str, Any] | str]:
+    """The settings of every variant, and the two floor observers by name (httpx only)."""
+    found: dict[str, dict[str, Any] | str] = dict(_settings())
+    found.update(minimal="minimal", guarded="guarded")
+    return found
+
+
 def httpx_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:
     import httpx
 
-    def make(settings: dict[str, Any] | None) -> Callable[[int], object]:
-        if settings is None:  # the floor: the least a pairing observer does (_observer.py)
-            from _observer import minimal_observer
-
-            client = minimal_observer(httpx.Client())
-        else:
-            client = _instrumented(httpx.Client(), settings)
+    def make(settings: dict[str, Any] | str) -> Callable[[int], object]:
+        client = _httpx_client(httpx.Client(), settings)
 
         def run(n: int) -> None:
             for _ in range(n):
@@ -92,9 +117,7 @@ def httpx_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object
 
         return run
 
-    variants = {name: make(s) for name, s in _settings().items()}
-    variants["minimal"] = make(None)
-    return variants
+    return {name: make(s) for name, s in _with_floors().items()}
 
 
 def requests_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:
@@ -154,8 +177,8 @@ def httpx_mock_variants(url: str, payload: bytes) -> dict[str, Callable[[int], o
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=reply, headers=HEADERS)
 
-    def make(settings: dict[str, Any]) -> Callable[[int], object]:
-        client = _instrumented(httpx.Client(transport=httpx.MockTransport(answer)), settings)
+    def make(settings: dict[str, Any] | str) -> Callable[[int], object]:
+        client = _httpx_client(httpx.Client(transport=httpx.MockTransport(answer)), settings)
 
         def run(n: int) -> None:
             for _ in range(n):
@@ -163,15 +186,29 @@ def httpx_mock_variants(url: str, payload: bytes) -> dict[str, Callable[[int], o
 
         return run
 
-    return {name: make(s) for name, s in _settings().items()}
+    return {name: make(s) for name, s in _with_floors().items()}
 
 
 LIBRARIES = {
     "httpx": httpx_variants,
     "requests": requests_variants,
     "aiohttp": aiohttp_variants,
-    "httpx-mock": httpx_mock_variants,  # instruction counts only (benchmarks/_instructions.py)
+    "httpx-mock": httpx_mock_variants,  # the floor rows (_minimal.py) and instruction counts
 }
+
+
+_FLOORS = (
+    (
+        "minimal",
+        "the floor of any observer that decodes both bodies and compares ids "
+        "(benchmarks/_observer.py)",
+    ),
+    (
+        "guarded",
+        "the floor of pairwatch's own checks and metric recording, written as one function "
+        "(benchmarks/_guarded.py)",
+    ),
+)
 
 
 def run_http(
@@ -203,6 +240,8 @@ def run_http(
             timings = interleaved(variants, repeats, per_block)
             while CLEANUP:
                 CLEANUP.pop()()
+            while CHECKS:
+                CHECKS.pop()()
             bare = median_us(timings, "bare")
             for name in ("metrics", "spans", "sampled", "noop"):
                 note = f"bare {bare:,.0f} µs, {name} {median_us(timings, name):,.0f} µs"
@@ -224,38 +263,46 @@ def run_http(
                     )
                     cpu_row.known = KNOWN[name] if size > 1 else 2.0
                     results.add(cpu_row)
-            if "minimal" in timings:
-                cpu = sorted(ratios(timings, "minimal", cpu=True))
+            for floor, what in _FLOORS:
+                if floor not in timings:
+                    continue
+                cpu = sorted(ratios(timings, floor, cpu=True))
                 note = (
-                    f"bare {bare:,.0f} µs, minimal {median_us(timings, 'minimal'):,.0f} µs; "
-                    f"CPU ratio median {cpu[len(cpu) // 2]:.2f}: the floor of any observer "
-                    "that decodes both bodies and compares ids (benchmarks/_observer.py)"
+                    f"bare {bare:,.0f} µs, {floor} {median_us(timings, floor):,.0f} µs; "
+                    f"CPU ratio median {cpu[len(cpu) // 2]:.2f}: {what}"
                 )
                 for unit, cpu_ratio in (("wall", False), ("whole-process CPU", True)):
                     results.add(
                         Row(
                             section,
-                            f"minimal observer, {unit}",
+                            f"{floor} observer, {unit}",
                             "x",
-                            ratios(timings, "minimal", cpu=cpu_ratio),
+                            ratios(timings, floor, cpu=cpu_ratio),
                             None,
                             note,
                             gated=False,
                         )
                     )
             if size == 1:
-                extra = [
-                    (v[0] - b[0]) * 1e6
-                    for v, b in zip(timings["metrics"], timings["bare"], strict=True)
-                ]
-                results.add(
-                    Row(
-                        section,
-                        "fixed cost of one tracked exchange, metrics",
-                        "µs",
-                        extra,
-                        FIXED_COST_TARGET_US,
-                        "median per-repeat difference, metrics minus bare, same repeat",
-                        gated=False,
+                for name, case, target in (
+                    ("metrics", "fixed cost of one tracked exchange, metrics", FIXED_COST),
+                    ("guarded", "guarded observer, fixed cost above bare", None),
+                    ("minimal", "minimal observer, fixed cost above bare", None),
+                ):
+                    if name not in timings:
+                        continue
+                    extra = [
+                        (v[0] - b[0]) * 1e6
+                        for v, b in zip(timings[name], timings["bare"], strict=True)
+                    ]
+                    results.add(
+                        Row(
+                            section,
+                            case,
+                            "µs",
+                            extra,
+                            target,
+                            f"median per-repeat difference, {name} minus bare, same repeat",
+                            gated=False,
+                        )
                     )
-                )

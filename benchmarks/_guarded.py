@@ -1,0 +1,169 @@
+"""A second floor for the fixed cost: pairwatch's checks on a healthy httpx exchange, written
+as one function, with pairwatch's own metric recording.
+
+Why: the minimal observer (``_observer.py``) shows what pairing by id costs, but pairwatch
+owes more than that on every exchange, healthy or not: the off switch, suppression and
+nesting checks, the class's method looked up per call (so a later ``mock.patch`` is
+honoured), the id budget taken and released, a deadline from the client's read timeout, the
+reply's status, Content-Type, charset and Content-Encoding judged, and the batch recorded
+into OpenTelemetry exactly.  This observer makes those checks with as few Python calls as
+they can be made (one frame for the whole exchange, pairwatch's helpers only where each is a
+single look-up), and records through pairwatch's sink, so its exported series are the very
+ones pairwatch exports.  Whatever it costs above bare, pairwatch's guarantees cost at least
+that in Python, however its modules were arranged; what pairwatch costs above it is what its
+arrangement costs (the general path it can hand over to at any step, the modules' own
+frames).
+
+It is not a pairing observer anyone should run: it hands every unusual exchange (a redirect,
+a 202, a body that does not pair, a method timeout, captured payloads, spans) to nothing, and
+says so by counting it in ``declined``; the benchmark stops if more than the first exchange
+was declined, since a floor that skipped its work would be no floor.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import types
+from typing import Any
+
+import wrapt
+
+from pairwatch import switch
+from pairwatch.channel import Options
+from pairwatch.integrations._exchange import ACTIVE
+from pairwatch.integrations._patch import _SUPPRESS_KEY
+from pairwatch.integrations._request import REDIRECTS
+from pairwatch.integrations._stream import _content_type, usual
+from pairwatch.integrations.httpx_client import _wanted_headers
+from pairwatch.otel.current import get_current
+from pairwatch.pairing import _fast
+from pairwatch.pairing.limits import process_budget
+from pairwatch.prepared import exchange_parts
+
+try:  # the contrib package's plain-string key too, checked as pairwatch checks it
+    from opentelemetry.instrumentation.utils import (
+        _SUPPRESS_INSTRUMENTATION_KEY_PLAIN as _PLAIN_KEY,
+    )
+except ImportError:  # without the instrumentation extra
+    _PLAIN_KEY = "suppress_instrumentation"
+
+
+class Guarded:
+    """The counts that keep the floor honest: exchanges recorded, and exchanges declined."""
+
+    __slots__ = ("declined", "recorded")
+
+    def __init__(self) -> None:
+        self.recorded = 0
+        self.declined = 0
+
+    def check(self) -> None:
+        """Stop the run unless every exchange but the first was recorded (the first may meet
+        a Content-Type not seen before, which the observer learns, as a tap would)."""
+        if self.declined > 1 or not self.recorded:
+            raise RuntimeError(
+                f"the guarded observer recorded {self.recorded} exchanges and declined "
+                f"{self.declined}: its row would not be a floor"
+            )
+
+
+def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
+    """Wrap ``client.send`` (an httpx ``Client``), counting into ``counts``; returns it."""
+    budget = process_budget()
+    kind = type(client)
+
+    def observe(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        found = kind.__dict__.get("send")  # the class's method now: a later patch is seen
+        mock = sys.modules.get("unittest.mock")
+        if (
+            type(found) is not types.FunctionType
+            or not switch.on
+            or (mock is not None and isinstance(getattr(found, "mock", None), mock.NonCallableMock))
+        ):
+            counts.declined += 1
+            return wrapped(*args, **kwargs)
+        original = types.MethodType(found, instance)
+        current = get_current()
+        if (current and (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))) or ACTIVE.get():
+            counts.declined += 1
+            return original(*args, **kwargs)
+        try:
+            request = args[0]
+            sent = _fast.healthy(request.content, "request")
+            plain = None if sent is None else sent.plain
+            parts = exchange_parts(options, "httpx", request.url.host)
+            limits, sink = parts[3], parts[5]
+            if (
+                sent is None
+                or plain is None
+                or options.capture_payloads
+                or parts[1].spans
+                or sink.on_closed is not None
+                or sink.capture is not None
+                or limits.method_timeouts
+                or (options.propagate and current)
+            ):
+                counts.declined += 1
+                return original(*args, **kwargs)
+            keys = plain.keys
+            n = len(keys)
+            if (
+                not n
+                or n > limits.max_pending_ids
+                or (n > 1 and len(set(keys)) != n)
+                or not budget.take_all(n)
+            ):
+                counts.declined += 1
+                return original(*args, **kwargs)
+            timeouts = request.extensions.get("timeout")
+            read = timeouts.get("read") if isinstance(timeouts, dict) else None
+            push = None if read is None or not math.isfinite(read) else float(read)
+            sent_at = time.monotonic()
+            deadline = sent_at + (limits.timeout if push is None else push)
+        except Exception:
+            counts.declined += 1
+            return original(*args, **kwargs)
+        token = ACTIVE.set(True)
+        try:
+            response = original(*args, **{**kwargs, "stream": True})
+        except BaseException:
+            budget.release(n)
+            raise
+        finally:
+            ACTIVE.reset(token)
+        response.read()
+        try:
+            content_type, encoding, location = _wanted_headers(response.headers)
+            status = response.status_code
+            body = response.content
+            got = None
+            if not encoding and status != 202 and not (status in REDIRECTS and location):
+                seen = usual(body, content_type)
+                if seen is None:
+                    _content_type(content_type)  # as a tap would learn it
+                elif seen[2]:
+                    got = _fast.healthy(body, "result")
+            now = time.monotonic()
+            if push is not None and now + push > deadline:
+                deadline = now + push
+            budget.release(n)
+            if (
+                got is not None
+                and got.plain is not None
+                and got.is_batch is sent.is_batch
+                and now <= deadline
+                and got.plain.keys == keys
+            ):
+                latency = now - sent_at
+                sink.healthy_closed(sent.is_batch, n, plain.methods or [], latency, "body_end")
+                counts.recorded += 1
+            else:
+                counts.declined += 1
+        except Exception:
+            counts.declined += 1
+        return response
+
+    wrapt.wrap_function_wrapper(client, "send", observe)
+    return client
