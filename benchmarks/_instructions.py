@@ -12,7 +12,8 @@ Counted: metrics only at every batch size, spans (AlwaysOn, a child span per id)
 requests and the ratio sampler (``sampled``) at 1 request, each against the bare client.
 Over loopback for httpx, requests and aiohttp; and for httpx in-process too, on a mock
 transport (``httpx-mock``: no socket, no server), with more exchanges per count
-(``MOCK_SHORT``, ``MOCK_LONG``).
+(``MOCK_SHORT``, ``MOCK_LONG``), where the two floors are counted as well: the guarded and
+the minimal observer, at every batch size.
 Each count runs a child process under callgrind twice, with ``SHORT`` and ``LONG`` exchanges
 after the same warm-up;
 ``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up, imports and warm-up
@@ -121,7 +122,7 @@ def run_instructions(
                     results.skip(SECTION, f"{lib} {size}-request batch", str(exc)[:200])
                     continue
                 _add(results, lib, size, "metrics", bare, metrics, seeds)
-                for variant in _more_variants(size):
+                for variant in _more_variants(lib, size):
                     try:
                         found = _per_exchange(lib, size, variant, url, pool, seeds)
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
@@ -131,11 +132,14 @@ def run_instructions(
                     _add(results, lib, size, variant, bare, found, seeds)
 
 
-def _more_variants(size: int) -> list[str]:
+def _more_variants(lib: str, size: int) -> list[str]:
     """Spans (one child per id) at the spans target's batch size; the ratio sampler where a
-    batch's own cost shows most (a dropped batch's cost is per batch, not per id)."""
-    return (["spans"] if size in SPAN_SIZES else []) + (
-        ["sampled"] if size in SAMPLED_SIZES else []
+    batch's own cost shows most (a dropped batch's cost is per batch, not per id); and
+    in-process, the two floors pairwatch is set against (``_guarded.py``, ``_observer.py``)."""
+    return (
+        (["spans"] if size in SPAN_SIZES else [])
+        + (["sampled"] if size in SAMPLED_SIZES else [])
+        + (["guarded", "minimal"] if lib == MOCK else [])
     )
 
 
@@ -154,9 +158,10 @@ def _add(
     where = "in-process (mock transport)" if lib == MOCK else "plain server"
     name = "httpx" if lib == MOCK else lib
     spread = f"; added per seed {min(added):,.0f} to {max(added):,.0f}" if len(seeds) > 1 else ""
+    who = f"the {variant} observer" if variant in ("guarded", "minimal") else "pairwatch"
     note = (
         f"bare {statistics.median(bare):,.0f}, {variant} {statistics.median(found):,.0f} "
-        f"instructions; pairwatch adds {extra:,.0f} per exchange ({extra / size:,.0f} per "
+        f"instructions; {who} adds {extra:,.0f} per exchange ({extra / size:,.0f} per "
         f"request id); hash seed{'s' if len(seeds) > 1 else ''} "
         f"{', '.join(map(str, seeds))}{spread}"
     )
