@@ -17,7 +17,7 @@ the minimal observer, at every batch size.
 Each count runs a child process under callgrind twice, with ``SHORT`` and ``LONG`` exchanges
 after the same warm-up;
 ``(I(LONG) - I(SHORT)) / (LONG - SHORT)`` is one exchange, with start-up, imports and warm-up
-cancelled out.  Opt in with ``--only instructions`` (about 13 minutes per seed: every
+cancelled out.  Opt in with ``--only instructions`` (about 11 minutes per seed: every
 child runs about 50 times slower under valgrind); skipped when valgrind is not installed
 (``apt install valgrind``).
 
