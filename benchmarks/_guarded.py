@@ -128,12 +128,10 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
         token = ACTIVE.set(True)
         try:
             response = original(*args, **{**kwargs, "stream": True})
-        except BaseException:
-            budget.release(n)
-            raise
-        finally:
+            response.read()
+        finally:  # the ids go back to the budget however the call ends
             ACTIVE.reset(token)
-        response.read()
+            budget.release(n)
         try:
             content_type, encoding, location = _wanted_headers(response.headers)
             status = response.status_code
@@ -148,7 +146,6 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
             now = time.monotonic()
             if push is not None and now + push > deadline:
                 deadline = now + push
-            budget.release(n)
             if (
                 got is not None
                 and got.plain is not None
