@@ -140,16 +140,17 @@ def aiohttp_variants(url: str, payload: bytes) -> dict[str, Callable[[int], obje
 
     loop = asyncio.new_event_loop()
 
-    def make(settings: dict[str, Any] | None) -> Callable[[int], object]:
+    def make(settings: dict[str, Any] | str) -> Callable[[int], object]:
         async def create() -> aiohttp.ClientSession:
             return aiohttp.ClientSession()
 
         session = loop.run_until_complete(create())
-        if settings is None:  # the floor: the least a pairing observer does (_observer.py)
+        if settings == "minimal":  # the least a pairing observer does (_observer.py)
             from _observer import minimal_aiohttp_observer
 
             session = minimal_aiohttp_observer(session)
         else:
+            assert not isinstance(settings, str)
             session = _instrumented(session, settings)
         CLEANUP.append(lambda: loop.run_until_complete(session.close()))
 
@@ -160,9 +161,8 @@ def aiohttp_variants(url: str, payload: bytes) -> dict[str, Callable[[int], obje
 
         return lambda n: loop.run_until_complete(go(n))
 
-    variants = {name: make(s) for name, s in _settings().items()}
-    variants["minimal"] = make(None)
-    return variants
+    settings: dict[str, dict[str, Any] | str] = {**_settings(), "minimal": "minimal"}
+    return {name: make(s) for name, s in settings.items()}
 
 
 def httpx_mock_variants(url: str, payload: bytes) -> dict[str, Callable[[int], object]]:
