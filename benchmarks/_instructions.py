@@ -26,11 +26,10 @@ instrumented count: a seed decides how dict and set look-ups collide, and left t
 moved a one-request in-process count by about 3,000 instructions, the cost of six Python
 calls.  With the seed fixed, an in-process count repeats within a few hundred instructions;
 a one-request loopback count (the bare one as much) still moves by up to about 10,000
-between runs, where socket reads fall.  Which seed is not
-neutral (layouts differ, so one seed can favour one commit by a few hundred), and a seed
-fixes neither the ratio sampler's draw nor when the span processor's export thread runs,
-hence ``--seeds`` for more: each seed is one paired count, and a row's min, median and max
-are over seeds.
+between runs, where socket reads fall.  Which seed is not neutral (layouts differ, so one
+seed can favour one commit by a few hundred), and a seed fixes neither the ratio sampler's
+draw nor when the span processor's export thread runs, hence ``--seeds`` for more: each
+seed is one paired count, and a row's min, median and max are over seeds.
 """
 
 from __future__ import annotations
