@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from pairwatch.channel import Options
-from pairwatch.integrations._request import open_exchange, request_payload
+from pairwatch.integrations._request import Exchange, request_payload
 from pairwatch.pairing import wire
 
 
@@ -46,11 +46,11 @@ def run_floor(results: Results, sizes: tuple[int, ...], repeats: int, per_block:
         def books(k: int, sent_b: bytes = sent_b, reply_b: bytes = reply_b) -> None:
             for _ in range(k):
                 # As the HTTP integrations run a buffered exchange: the request classified by
-                # its one typed decode, quick books (pairing.quick) and no channel unless
-                # needed, then the whole reply as httpx and requests show it.
+                # its one typed decode, the exchange opened (its one batch kept alone), then
+                # the whole reply as httpx and requests show it.
                 payload = request_payload(sent_b)
                 assert payload is not None
-                exchange = open_exchange(payload, options, "bench", "127.0.0.1:8545", sent_b)
+                exchange = Exchange.open(payload, options, "bench", "127.0.0.1:8545", sent_b)
                 exchange.whole(reply_b, "application/json", False)
 
         def parse(k: int, reply_b: bytes = reply_b) -> None:

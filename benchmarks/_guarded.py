@@ -35,11 +35,13 @@ from pairwatch.channel import Options
 from pairwatch.integrations._exchange import ACTIVE
 from pairwatch.integrations._patch import _SUPPRESS_KEY
 from pairwatch.integrations._request import REDIRECTS
-from pairwatch.integrations._stream import _content_type, usual
+from pairwatch.integrations._stream import usual
 from pairwatch.integrations.httpx_client import _wanted_headers
 from pairwatch.otel.current import get_current
 from pairwatch.pairing import _fast
+from pairwatch.pairing.closing import settle
 from pairwatch.pairing.limits import process_budget
+from pairwatch.pairing.records import Batch
 from pairwatch.prepared import exchange_parts
 
 try:  # the contrib package's plain-string key too, checked as pairwatch checks it
@@ -94,12 +96,12 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
             sent = _fast.healthy(request.content, "request")
             plain = None if sent is None else sent.plain
             parts = exchange_parts(options, "httpx", request.url.host)
-            limits, sink = parts[3], parts[5]
+            limits, sink = parts.limits, parts.sink
             if (
                 sent is None
                 or plain is None
                 or options.capture_payloads
-                or parts[1].spans
+                or parts.telemetry.spans
                 or sink.on_closed is not None
                 or sink.capture is not None
                 or limits.method_timeouts
@@ -139,9 +141,7 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
             got = None
             if not encoding and status != 202 and not (status in REDIRECTS and location):
                 seen = usual(body, content_type)
-                if seen is None:
-                    _content_type(content_type)  # as a tap would learn it
-                elif seen[2]:
+                if seen is not None and seen[2]:
                     got = _fast.healthy(body, "result")
             now = time.monotonic()
             if push is not None and now + push > deadline:
@@ -153,8 +153,11 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
                 and now <= deadline
                 and got.plain.keys == keys
             ):
-                latency = now - sent_at
-                sink.healthy_closed(sent.is_batch, n, plain.methods or [], latency, "body_end")
+                batch = Batch(sent.is_batch, n, keys, plain.methods or [], sent_at)
+                batch.timeout = deadline - sent_at
+                batch.answered_by(keys, now)
+                settle(batch, "body_end", now, [])
+                sink.batch_closed(batch)
                 counts.recorded += 1
             else:
                 counts.declined += 1

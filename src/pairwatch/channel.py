@@ -9,7 +9,6 @@ the client that called it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
@@ -20,12 +19,11 @@ from pairwatch.otel.capture import Capture
 from pairwatch.otel.current import get_current
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
-from pairwatch.otel.span_policy import SpanAttributes, SpanPolicy
+from pairwatch.otel.span_policy import SpanAttributes
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger
-from pairwatch.pairing.limits import Limits, process_budget
-from pairwatch.pairing.quick import QuickBatch
+from pairwatch.pairing.limits import Limits
 from pairwatch.pairing.records import Batch
 from pairwatch.prepared import prepared
 from pairwatch.sink import Sink, telemetry_for
@@ -45,8 +43,8 @@ class Channel:
     """
 
     __slots__ = (
-        "__weakref__", "_books", "_bound", "_capture", "_closed", "_labels", "_limits", "_parse",
-        "_quick", "_quick_lock", "_sink", "options", "telemetry",
+        "__weakref__", "_bound", "_capture", "_closed", "_labels", "_limits", "_sink",
+        "ledger", "options", "telemetry",
     )  # fmt: skip
 
     def __init__(
@@ -59,7 +57,6 @@ class Channel:
         options: Options | None = None,
         span_attributes: SpanAttributes | None = None,
         side: str = "client",
-        quick: bool = False,
     ) -> None:
         options = options or Options()
         telemetry = telemetry_for(options)
@@ -70,9 +67,10 @@ class Channel:
             else None
         )
         limits, policy = prepared(options)
-        self._setup(
-            options, telemetry, labels, limits, policy, bound, quick, span_attributes, capture
-        )
+        sink = Sink(telemetry, labels, options.on_batch_closed, span_attributes, capture, policy)
+        self._setup(options, telemetry, labels, limits, bound, capture, sink)
+        if not bound:
+            _watch(self)
 
     def _setup(
         self,
@@ -80,60 +78,26 @@ class Channel:
         telemetry: Telemetry,
         labels: Labels,
         limits: Limits,
-        policy: SpanPolicy,
         bound: bool,
-        quick: bool,
-        span_attributes: SpanAttributes | None = None,
-        capture: Capture | None = None,
-        sink: Sink | None = None,
+        capture: Capture | None,
+        sink: Sink,
     ) -> None:
         self.options = options
         self.telemetry = telemetry
         self._labels = labels
         self._capture = capture
-        self._sink = sink or Sink(
-            telemetry, labels, options.on_batch_closed, span_attributes, capture, policy
-        )
+        self._sink = sink
         self._bound = bound
         self._limits = limits
-        self._parse = wire.parse
         self._closed = False
-        # ``quick`` (HTTP exchanges, opened by the integrations): the first batch is kept in a
-        # QuickBatch and the ledger built only if the exchange turns out not to be healthy.
-        self._quick: QuickBatch | None = None
-        self._books: Ledger | None = None
-        self._quick_lock: threading.Lock | None = None
-        if quick and bound and capture is None:
-            self._quick_lock = threading.Lock()  # the sweeper's thread may replay it
-        else:
-            self._books = Ledger(self._sink, clock=options.clock, limits=limits, bound=bound)
-        if not bound:
-            _watch(self)
-
-    @property
-    def ledger(self) -> Ledger:
-        """The channel's books, built (and fed what a quick exchange saw) on first need."""
-        books = self._books
-        if books is not None:
-            return books
-        assert self._quick_lock is not None
-        with self._quick_lock:
-            if self._books is None:
-                books = Ledger(
-                    self._sink, clock=self.options.clock, limits=self._limits, bound=self._bound
-                )
-                quick, self._quick = self._quick, None
-                if quick is not None:  # a failed replay leaves empty books, as a failed sent
-                    guard.shielded("sent", quick.replay, books, count=self.telemetry.internal_error)
-                self._books = books
-            return self._books
+        self.ledger = Ledger(sink, clock=options.clock, limits=limits, bound=bound)
 
     def sent(self, payload: object) -> Batch | None:
         """Record a payload the client is writing: bytes, str, or decoded JSON."""
         if not switch.on:  # pairwatch.disable(): nothing is recorded
             return None
         try:
-            parsed = self._parse(payload, wire.Kind.REQUEST)
+            parsed = wire.parse(payload, wire.Kind.REQUEST)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
             return None
@@ -159,13 +123,6 @@ class Channel:
                 ctx = get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
-            if self._books is None and self._quick is None:  # only the first batch is quick
-                quick = QuickBatch.open(
-                    payload, self.options.clock(), ctx, timeout, self._limits, process_budget()
-                )
-                if quick is not None:
-                    self._quick = quick
-                    return None  # its Batch exists only once closed (see pairing.quick)
             return self.ledger.sent(payload, ctx, timeout)
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
@@ -173,25 +130,12 @@ class Channel:
 
     def postpone(self, timeout: float) -> None:
         """The exchange is still receiving: its open batches wait ``timeout`` more from now."""
-        if self._quick is not None and self._quick_lock is not None:
-            with self._quick_lock:
-                quick = self._quick
-                if quick is not None:
-                    quick.postpone(self.options.clock(), timeout)
-                    return
-        guard.shielded(
-            "postpone", self.ledger.postpone, timeout, count=self.telemetry.internal_error
-        )
+        count = self.telemetry.internal_error
+        guard.shielded("postpone", self.ledger.postpone, timeout, count=count)
 
     def withdraw(self) -> None:
         """Forget every open batch uncounted: a 202 or a redirect says its replies come on
         another channel (an MCP session's stream, the redirected exchange), counted there."""
-        if self._quick is not None and self._quick_lock is not None:
-            with self._quick_lock:
-                quick, self._quick = self._quick, None
-            if quick is not None:
-                guard.shielded("withdraw", quick.release, count=self.telemetry.internal_error)
-                return
         guard.shielded("withdraw", self.ledger.withdraw, count=self.telemetry.internal_error)
 
     def received(self, payload: object) -> None:
@@ -199,7 +143,7 @@ class Channel:
         if not switch.on:
             return
         try:
-            parsed = self._parse(payload, wire.Kind.RESULT)
+            parsed = wire.parse(payload, wire.Kind.RESULT)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
             return
@@ -211,31 +155,47 @@ class Channel:
         try:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)  # before pairing: pairing may close the batch
-            if self._quick is not None and self._quick_lock is not None:
-                with self._quick_lock:
-                    quick = self._quick
-                    if quick is not None and quick.pair(payload, self.options.clock()):
-                        return
-            self._to_ledger(payload, raw)
+            self.ledger.received(payload, self._shows_jsonrpc(raw))
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
 
-    def _to_ledger(self, payload: wire.Payload, raw: object, at: float | None = None) -> None:
-        """A reply the quick batch did not take goes to the ledger (received at ``at``)."""
-        # Only a held [] asks whether the reply is JSON-RPC at all (by structure).
-        shows = wire.is_jsonrpc(raw) if raw is not None and self.ledger.holding else None
-        self.ledger.received(payload, shows, at)
+    def _shows_jsonrpc(self, raw: object) -> bool | None:
+        """Whether a raw reply is JSON-RPC at all, judged by its structure: only a held
+        ``[]`` asks (None without the raw reply: its classified elements decide)."""
+        return wire.is_jsonrpc(raw) if raw is not None and self.ledger.held is not None else None
 
-    def replied_whole(
+    def replied(self, payload: object, reason: str = "body_end") -> None:
+        """A bound exchange's reply, received whole: pair it, then close with ``reason``."""
+        if not switch.on:
+            self.close(reason)
+            return
+        try:
+            parsed = wire.parse(payload, wire.Kind.RESULT)
+        except Exception as exc:
+            guard.report("received", exc, self.telemetry.internal_error)
+            self.close(reason)
+            return
+        self.replied_parsed(parsed, payload, None, reason)
+
+    def replied_parsed(
         self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str
     ) -> None:
-        """A bound exchange's reply, received whole, ends it: :meth:`postpone` by the
-        client's ``read_timeout`` (the client restarted it with the last chunk),
-        :meth:`received_parsed`, then :meth:`close` with ``reason``."""
-        if read_timeout is not None:
-            self.postpone(read_timeout)
-        self.received_parsed(payload, raw)
-        self.close(reason)
+        """:meth:`replied` for a classified reply: the deadlines move by the client's
+        ``read_timeout`` (restarted with the last chunk), the reply is paired, and what is
+        still open closes with ``reason``, in one step of the books (:meth:`Ledger.replied`)."""
+        if not switch.on:
+            self.close(reason)
+            return
+        try:
+            if self._capture is not None and raw is not None:
+                self._capture.received(raw)
+            self._closed = True
+            ledger = self.ledger
+            shows = None if ledger.held is None else self._shows_jsonrpc(raw)
+            ledger.replied(payload, shows, read_timeout, reason)
+        except Exception as exc:
+            guard.report("received", exc, self.telemetry.internal_error)
+            self.close(reason)
 
     def repaired(self, actions: Mapping[str, int], *, is_batch: bool = True) -> None:
         """Count the changes repair mode made to a reply read on this channel."""
@@ -249,24 +209,9 @@ class Channel:
         """Close every open batch; what is still pending counts as missing with ``reason``."""
         try:
             self._closed = True
-            paired = self._take_paired()
-            if paired is not None:
-                self._sink.paired_whole(paired, reason, self.options.clock())
-                return
             self.ledger.close(reason)
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
-
-    def _take_paired(self) -> QuickBatch | None:
-        """The quick batch, taken, when its reply paired whole (then no ledger is needed)."""
-        if self._quick is None or self._quick_lock is None:
-            return None
-        with self._quick_lock:
-            quick = self._quick
-            if quick is None or not quick.paired:
-                return None
-            self._quick = None
-            return quick
 
     def close_batch(self, batch: Batch, reason: str) -> None:
         """Close one batch (as returned by :meth:`sent`) whose caller stopped waiting.
@@ -283,19 +228,14 @@ class Channel:
     def after_fork(self) -> None:
         """In a forked child: drop the inherited books unrecorded (the parent counts those
         requests; the child would count each again as missing) and their lock with them."""
-        self._quick = None  # its budget share is the parent's (the budget resets in a child)
-        if self._books is not None:  # a batch of them handed back later counts nowhere
-            self._books.forget()
-        self._books = Ledger(
+        self.ledger.forget()  # a batch of them handed back later counts nowhere
+        self.ledger = Ledger(
             self._sink, clock=self.options.clock, limits=self._limits, bound=self._bound
         )
 
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""
         try:
-            quick = self._quick  # read once: a replay may take it meanwhile, the ledger decides
-            if quick is not None and not quick.due(self.options.clock()):
-                return
             self.ledger.expire()
         except Exception as exc:
             guard.report("expire", exc, self.telemetry.internal_error)
@@ -320,8 +260,7 @@ class Channel:
             )
             # A copy: an exchange's sink is shared with the other exchanges of its parts.
             self._labels, self._sink = labels, self._sink.relabeled(labels)
-            if self._books is not None:
-                self._books.sink = self._sink
+            self.ledger.sink = self._sink
         except Exception as exc:
             guard.report("relabel", exc, self.telemetry.internal_error)
 
@@ -336,10 +275,7 @@ class Channel:
     @property
     def open_batches(self) -> int:
         """Batches still open on this channel (the sweeper drops channels with none)."""
-        if self._quick is not None:
-            return 1
-        books = self._books
-        return 0 if books is None else books.open_batches
+        return self.ledger.open_batches
 
     @property
     def closed(self) -> bool:

@@ -17,12 +17,10 @@ from pairwatch import guard
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
-from pairwatch.otel.root_fast import Decided
 from pairwatch.otel.shared import TelemetryCache
 from pairwatch.otel.span_policy import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis
-from pairwatch.pairing.quick import QuickBatch
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
 
 __all__ = ["Sink", "telemetry_cache", "telemetry_for"]
@@ -102,14 +100,12 @@ class Sink:
             self.telemetry, labels, self.on_closed, self.span_attributes, self.capture, self.policy
         )
 
-    def batch_closed(self, batch: Batch, decided: Decided | None = None) -> None:
-        """``decided``: the batch span's sampling decision, when it was asked at close."""
+    def batch_closed(self, batch: Batch) -> None:
+        """The one way a closed batch reaches telemetry, the user's hook and the log."""
         try:
             if self.capture is not None:
                 self.capture.attach(batch)
-            self.telemetry.batch_closed(
-                self.labels, batch, self.span_attributes, self.policy, decided
-            )
+            self.telemetry.batch_closed(self.labels, batch, self.span_attributes, self.policy)
         except Exception as exc:  # a broken meter, tracer or span processor
             # Caught per batch, so the other batches closed by the same call still report.
             guard.report("telemetry", exc, self.telemetry.internal_error)
@@ -132,60 +128,6 @@ class Sink:
                 batch.diagnosis,
                 _Words(diagnosis.evidence, batch),
             )
-
-    def paired_whole(self, quick: QuickBatch, reason: str, now: float) -> None:
-        """A quick batch that paired whole closes: with nothing that reads a :class:`Batch`
-        (no ``on_batch_closed`` hook, no captured payloads, no recorded batch span), its
-        metrics are queued from the quick record itself, without building one.
-
-        With spans on, the sampler is asked here rather than in the drain: a batch whose
-        span it drops (most of them under a ratio sampler, all under the no-op tracer)
-        needs nothing more than a batch with spans off.
-        """
-        if self.on_closed is not None or self.capture is not None:
-            self.batch_closed(quick.close(reason, now))
-            return
-        decided = self.decide(quick.context, quick.payload.is_batch)
-        if decided is not None:
-            self.paired_decided(quick, reason, now, decided)
-            return
-        quick.release()
-        self.healthy_closed(
-            quick.payload.is_batch,
-            len(quick.keys),
-            quick.methods,
-            quick.received_at - quick.sent_at,
-            reason,
-        )
-
-    def decide(self, context: object, is_batch: bool) -> object | None:
-        """The batch span's sampling decision for a batch that paired whole, asked once, as
-        the drain would ask it: None when no span is recorded (spans off, dropped, or a
-        broken sampler, reported: it costs this batch its spans only)."""
-        telemetry = self.telemetry
-        if not telemetry.spans:
-            return None
-        try:
-            return telemetry.span_writer.decide(context, is_batch, self.labels.side == "server")
-        except Exception as exc:
-            guard.report("telemetry", exc, telemetry.internal_error)
-            return None
-
-    def paired_decided(self, quick: QuickBatch, reason: str, now: float, decided: object) -> None:
-        """Close a paired quick batch whose span :meth:`decide` recorded (or left to
-        ``start_span`` in the drain: ``LATER``)."""
-        batch = quick.close(reason, now)
-        self.batch_closed(batch, decided if isinstance(decided, Decided) else None)
-
-    def healthy_closed(
-        self, is_batch: bool, n: int, methods: list[str], latency: float, reason: str
-    ) -> None:
-        """Queue the metrics of a batch that paired whole, from its values alone."""
-        telemetry = self.telemetry
-        try:
-            telemetry.healthy_closed(self.labels, is_batch, n, methods, latency, reason)
-        except Exception as exc:
-            guard.report("telemetry", exc, telemetry.internal_error)
 
     def stray(self, batch: Batch | None, tally: Tally) -> None:
         try:

@@ -189,9 +189,9 @@ def test_a_body_held_open_across_a_sweep_times_out_then_pairs_late(scripted, mon
 
 
 def test_the_usual_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
-    """Without any replacement: the first exchange of a Content-Type builds a tap (the type
-    is new), every later plain reply read whole builds none; a body read in pieces builds
-    one.  The books are exact either way."""
+    """Without any replacement: a plain reply read whole builds no tap, even the first of a
+    Content-Type this process has not seen; a body read in pieces builds one.  The books
+    are exact either way."""
     built: list[str] = []
     original = _stream.Tap.__init__
 
@@ -210,11 +210,11 @@ def test_the_usual_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
     for _ in range(3):
         seen = _exchange(scripted + "/tap-on-need-count", _json, otel, clock, False)
         assert seen == json.loads(REPLY)
-    assert built == [content_type]
+    assert built == []
     watched = len(SWEEPER.channels())
     held: list[Any] = []
     assert _exchange(scripted + "/tap-on-need-parts", _chunked, otel, clock, False, held) == REPLY
-    assert built == [content_type, content_type]
+    assert built == [content_type]
     # The body ended: the sweeper no longer looks at it, though its response is still held.
     assert len(SWEEPER.channels()) == watched
     assert otel.counters() == {"batch.requests": 12, "batch.closed": 4}

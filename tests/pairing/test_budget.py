@@ -99,9 +99,10 @@ def test_budget_under_threads_never_overcommits():
 
 
 def test_budget_eviction_is_exported_as_missing_with_reason_evicted(monkeypatch):
-    import pairwatch.pairing.ledger as ledger_module
+    import pairwatch.pairing.limits as limits_module
 
-    monkeypatch.setattr(ledger_module, "process_budget", lambda: Budget(3))
+    # The one place books find the process budget: a fresh Options' limits take this one.
+    monkeypatch.setattr(limits_module, "process_budget", lambda: Budget(3))
     otel, clock = Otel(), FakeClock()
     channel = pairwatch.open_channel(
         options=Options(meter_provider=otel.meter_provider, clock=clock, spans=False)

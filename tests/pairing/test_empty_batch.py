@@ -69,7 +69,7 @@ def test_empty_batch_without_any_reply_counts_nothing():
     b.close("body_end")
     assert b.sink.closed == []
     assert b.sink.strays == []
-    assert not b.ledger.holding
+    assert b.ledger.held is None
 
 
 def test_empty_batch_on_a_stream_closes_at_once_and_its_reply_is_null_id():
@@ -136,7 +136,7 @@ def test_empty_batch_whose_exchange_moves_on_counts_nothing():
     b = books(bound=True)
     b.sent([])
     batch = b.sent([req(1)])  # the exchange sends again before any reply to []
-    assert not b.ledger.holding
+    assert b.ledger.held is None
     b.received([res(1)])
     b.close()
     assert b.sink.only() is batch

@@ -10,7 +10,6 @@ from jsonrpc_build import req, res
 from ledger_books import books, counts, numbers
 
 from pairwatch.pairing import diagnosis
-from pairwatch.pairing.late import TimedOut
 
 
 def test_reply_after_timeout_in_a_later_reply_array_is_late_not_an_echo_fault():
@@ -112,9 +111,8 @@ def test_client_reusing_a_timed_out_id_is_client_duplicate_evidence():
 
 
 def test_memory_of_timed_out_ids_is_bounded_in_count():
-    memory = TimedOut(capacity=1024, max_age=300.0)
-    b = books(timeout=1.0)
-    b.ledger.timed_out = memory
+    b = books(timeout=1.0, late_ids=1024, late_age=300.0)
+    memory = b.ledger.timed_out
     for start in range(0, 100_000, 1000):
         b.sent([req(i) for i in range(start, start + 1000)])
         b.clock.advance(1.0)

@@ -247,20 +247,15 @@ def test_the_fast_histogram_path_engages_after_a_late_meter_provider() -> None:
 
 def test_the_fast_span_path_engages_after_a_late_tracer_provider(monkeypatch) -> None:
     """instrument() at import time gets the API's proxy tracer; the real provider comes
-    later.  Before it, batch spans are known dropped at close; after it, spans take the
-    finished-span path, decided at close, and reach the real provider's exporter."""
+    later.  Before it, batch spans are dropped; after it, the writer follows the proxy to
+    the real tracer, and spans reach the real provider's exporter."""
     from opentelemetry import trace
 
-    from pairwatch.otel import root_fast
-    from pairwatch.otel.spans import LATER
-    from pairwatch.otel.telemetry import Telemetry
+    from pairwatch.options import Options
+    from pairwatch.sink import telemetry_for
 
     proxy = trace.ProxyTracerProvider()
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
-    telemetry = Telemetry(MeterProvider(), proxy, spans=True)
-    writer = telemetry.span_writer
-    assert type(writer.tracer) is trace.ProxyTracer
-    assert writer.decide(Context(), True) is None  # no provider yet: the no-op tracer's
     otel = Otel()
     otel.tracer_provider = proxy  # type: ignore[assignment]
     clock = FakeClock()
@@ -269,14 +264,12 @@ def test_the_fast_span_path_engages_after_a_late_tracer_provider(monkeypatch) ->
     exporter = InMemorySpanExporter()
     real.add_span_processor(SimpleSpanProcessor(exporter))
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", real)  # what set_tracer_provider sets
-    decided = writer.decide(Context(), True)
-    assert type(writer.tracer) is type(real.get_tracer("x"))
-    if root_fast.available():  # an SDK whose internals it knows (scripts/test_sdk_range.sh)
-        assert isinstance(decided, root_fast.Decided)
-    else:  # an older SDK: start_span decides, in the drain
-        assert decided is LATER
     run_batch(otel, clock, [0, 1, 2], 3)
     pairwatch.flush()
+    writer = telemetry_for(
+        Options(meter_provider=otel.meter_provider, tracer_provider=proxy)
+    ).span_writer
+    assert type(writer.tracer) is type(real.get_tracer("x"))
     spans = exporter.get_finished_spans()
     assert sorted(s.name for s in spans) == ["eth_call"] * 3 + ["jsonrpc batch"]
     real.shutdown()

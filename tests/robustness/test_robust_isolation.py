@@ -32,9 +32,8 @@ from toy import ToyClient, server
 import pairwatch
 from pairwatch.channel import Channel
 from pairwatch.chaos import Fault
-from pairwatch.exchange_channel import ExchangeChannel
+from pairwatch.integrations._request import Exchange
 from pairwatch.pairing.ledger import Ledger
-from pairwatch.pairing.quick import QuickBatch
 
 BATCH = json.dumps(
     [{"jsonrpc": "2.0", "id": i, "method": "echo", "params": [f"p{i}"]} for i in range(4)]
@@ -48,12 +47,10 @@ def _raise(*args: Any, **kwargs: Any) -> None:
     raise Boom("deliberately broken")
 
 
-def _broken_ledger(method: str) -> Callable[[pytest.MonkeyPatch], None]:
+def _broken_ledger(*methods: str) -> Callable[[pytest.MonkeyPatch], None]:
     def patch(mp: pytest.MonkeyPatch) -> None:
-        mp.setattr(Ledger, method, _raise)
-        # A healthy HTTP exchange keeps its books without a ledger (pairing.quick): the same
-        # step of those books is broken too.
-        mp.setattr(QuickBatch, {"sent": "admit", "received": "answers"}.get(method, method), _raise)
+        for method in methods:
+            mp.setattr(Ledger, method, _raise)
 
     return patch
 
@@ -66,11 +63,9 @@ def _broken_channel(mp: pytest.MonkeyPatch) -> None:
 
 
 def _unbuildable_channel(mp: pytest.MonkeyPatch) -> None:
-    """An HTTP exchange builds its channel only when something needs it: here that build
-    fails, and something always needs it (the quick books fail to pair, a body is cut short).
-    The failure inside the failure must still not reach the caller."""
-    mp.setattr(QuickBatch, "pair", _raise)
-    mp.setattr(ExchangeChannel, "holding", _raise)
+    """An HTTP exchange's channel cannot even be built: the exchange goes untracked, and
+    the failure must still not reach the caller."""
+    mp.setattr(Exchange, "open", _raise)
 
 
 # name -> (meter provider, tracer provider, monkeypatch, internal_errors by kind or None when
@@ -135,15 +130,15 @@ SCENARIOS: dict[str, Scenario] = {
     "ledger_received_raises": (  # the cut body never reaches the end of its body
         lambda o: o.meter_provider,
         lambda o: o.tracer_provider,
-        _broken_ledger("received"),
+        _broken_ledger("received", "replied"),  # a reply read in pieces, or whole
         {"received": 2},
         False,
     ),
     "ledger_close_raises": (
         lambda o: o.meter_provider,
         lambda o: o.tracer_provider,
-        _broken_ledger("close"),
-        {"close": 3},
+        _broken_ledger("close", "replied"),  # a reply read whole closes its exchange too
+        {"received": 2, "close": 3},
         False,
     ),
     "channel_raises": (

@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from pairwatch.integrations._calls import Args, Kwargs
-from pairwatch.integrations._healthy import Begun
 from pairwatch.integrations._request import (
     Exchange,
     Request,
     Streamed,
     decoded_payload,
-    unusual_payload,
+    request_payload,
 )
 from pairwatch.integrations._stream import Tap
 from pairwatch.pairing import wire
@@ -43,12 +42,9 @@ class HttpClient:
     stream_flag: str | None = None
     streaming: object = True
     # A buffered body the library keeps once read (requests' ``content``): the skeleton
-    # reads it as the library would and shows it to the tap whole (:meth:`tap`, :meth:`body`)
+    # reads it as the library would and shows it whole (:meth:`reply`, :meth:`body`)
     # instead of teeing the response's reads (httpx, requests).
     reads_whole = False
-    # The library's attach takes an exchange opened the quick way (a Begun) and builds the
-    # exchange from it only when the body needs more than a whole read (aiohttp's TapOnNeed).
-    attaches_begun = False
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         """Where the request body and URL are in this call; None when there is no body."""
@@ -60,9 +56,7 @@ class HttpClient:
             return request.parsed
         if request.decoded:
             return decoded_payload(request.body)
-        body = request.body  # request_payload's two steps, without its own call
-        found = wire.parse_healthy(body, wire.Kind.REQUEST)
-        return found if found is not None else unusual_payload(body)
+        return request_payload(request.body)
 
     def attach(
         self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
@@ -71,12 +65,6 @@ class HttpClient:
         :class:`~pairwatch.integrations._tap_on_need.TapOnNeed`).  Return a tap for the
         skeleton to watch the response with while the body is still to come; None when
         there is none, or when it watches the response already."""
-        raise NotImplementedError
-
-    def attach_begun(
-        self, begun: Begun, response: Any, instance: Any, kwargs: dict[str, Any]
-    ) -> None:
-        """:meth:`attach` for an exchange opened the quick way (``attaches_begun`` only)."""
         raise NotImplementedError
 
     def stream_request(
@@ -88,12 +76,6 @@ class HttpClient:
 
     def reply(self, exchange: Exchange, response: Any) -> Reply:
         """A buffered response's Content-Type, status and Location (``reads_whole`` only)."""
-        raise NotImplementedError
-
-    def whole_reply(self, response: Any) -> tuple[object, str | None, bytes]:
-        """A buffered response's status, Content-Type and body as :meth:`body` gives it, for
-        an exchange opened the quick way (``reads_whole`` only; a redirect is then read
-        again by :meth:`reply`)."""
         raise NotImplementedError
 
     def body(self, response: Any) -> bytes:

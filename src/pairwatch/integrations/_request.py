@@ -1,14 +1,12 @@
 """The parts of one HTTP exchange that every library shares: the request and its payload,
 the exchange record and the tap it hands out, and what a response status says.
 
-Split from the skeleton (:mod:`pairwatch.integrations._exchange`, which re-exports these
-names) so that each module has one job: this one says *what* an exchange is; the skeleton
-says *when* each step runs around a library's send method.
+Split from the skeleton (:mod:`pairwatch.integrations._exchange`, which says *when* each
+step runs around a library's send method): this module says *what* an exchange is.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,16 +15,12 @@ from urllib.parse import urlsplit
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 
-from pairwatch import guard, switch
+from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.exchange_channel import ExchangeChannel
 from pairwatch.integrations._decoders import Chosen
-from pairwatch.integrations._stream import MAX_BODY, Tap, usual_reply
-from pairwatch.otel.current import get_current
+from pairwatch.integrations._stream import MAX_BODY, Tap, reply_whole
 from pairwatch.pairing import wire
-from pairwatch.pairing.limits import process_budget
-from pairwatch.pairing.quick import QuickBatch
-from pairwatch.prepared import Parts, exchange_parts
+from pairwatch.prepared import exchange_parts
 
 __all__ = [
     "REDIRECTS",
@@ -37,7 +31,6 @@ __all__ = [
     "decoded_payload",
     "host_of",
     "inject_context",
-    "open_exchange",
     "request_payload",
     "unusual_payload",
 ]
@@ -110,52 +103,6 @@ def decoded_payload(value: object) -> wire.Payload | None:
     return parsed if parsed.messages or parsed.empty_batch else None
 
 
-def open_exchange(
-    payload: wire.Payload,
-    options: Options,
-    integration: str,
-    host: str | None,
-    raw: object = None,
-    read_timeout: float | None = None,
-    current: Context | None = None,
-) -> Exchange:
-    """Open one HTTP exchange and record what is being sent (``raw``, the body as sent, is
-    read only when payload capture is on).
-
-    ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
-    waits that long instead of :attr:`Options.timeout`, so a long call the client still
-    awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
-    the caller's OpenTelemetry context, when the integration has already read it.
-
-    A healthy exchange is decided by its quick batch alone (:mod:`pairwatch.pairing.quick`):
-    the batch is opened here, as :meth:`~pairwatch.channel.Channel.sent_parsed` would open
-    it, and the bound channel that would hold it waits in :attr:`Exchange.channel` until
-    anything but a reply that pairs whole happens.  Captured payloads, a switched-off
-    pairwatch and a batch the ledger must keep from the start get their channel at once.
-    """
-    if options.capture_payloads or not switch.on:
-        channel = ExchangeChannel.exchange(options, integration, host or None)
-        channel.sent_parsed(payload, raw, read_timeout, current)
-        return Exchange(channel, payload, read_timeout, raw)
-    parts = exchange_parts(options, integration, host or None)
-    try:
-        ctx = None
-        if parts[1].spans:
-            ctx = get_current() if current is None else current
-        now = options.clock()
-        quick = QuickBatch.open(payload, now, ctx, read_timeout, parts[3], process_budget())
-    except Exception as exc:  # as sent_parsed: reported, and nothing is recorded
-        guard.report("sent", exc, parts[1].internal_error)
-        return Exchange(ExchangeChannel.holding(parts, None), payload, read_timeout, raw)
-    if quick is None:  # the ledger keeps this batch from the start
-        channel = ExchangeChannel.holding(parts, None)
-        channel.sent_parsed(payload, raw, read_timeout, current)
-        return Exchange(channel, payload, read_timeout, raw)
-    exchange = Exchange(None, payload, read_timeout, raw)
-    exchange._parts, exchange._quick = parts, quick
-    return exchange
-
-
 def inject_context(headers: Any, current: Context | None = None) -> None:
     """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
     instrumentations do, so the server's batch span joins this trace.
@@ -204,42 +151,54 @@ class Request:
     """The host of ``url``, when the integration has already looked it up."""
 
 
-class Exchange:
-    """One tracked HTTP exchange: the payload sent on it and its bound channel.
+class Exchange(Channel):
+    """The bound channel of one tracked HTTP exchange, and the payload sent on it.
 
-    Why the channel may be missing: almost every exchange is healthy, and its quick batch
-    alone decides it.  An exchange from :func:`open_exchange` holds that batch and the
-    parts its channel is built from; :attr:`channel` builds the channel, holding the batch
-    as :meth:`~pairwatch.channel.Channel.sent_parsed` leaves it, the first time anything
-    but a reply that pairs whole (:meth:`replied_whole`) happens.  One caller drives an
-    exchange, and nothing else can reach a channel not yet built, so no lock is needed.
+    Built from the parts its integration and address share (:mod:`pairwatch.prepared`): a
+    client opens one per call.  Captured payloads are per exchange, so nothing is shared.
     """
 
-    __slots__ = ("_channel", "_parts", "_quick", "payload", "raw", "read_timeout")
+    __slots__ = ("payload", "raw", "read_timeout")
 
-    def __init__(
-        self,
-        channel: Channel | None,
+    payload: wire.Payload
+    raw: object
+    read_timeout: float | None
+
+    @classmethod
+    def open(
+        cls,
         payload: wire.Payload,
-        read_timeout: float | None = None,
+        options: Options,
+        integration: str,
+        host: str | None,
         raw: object = None,
-    ) -> None:
-        self._channel = channel
-        self.payload = payload
-        self.read_timeout = read_timeout
-        self.raw = raw
-        self._parts: Parts | None = None
-        self._quick: QuickBatch | None = None
+        read_timeout: float | None = None,
+        current: Context | None = None,
+    ) -> Exchange:
+        """Open one exchange and record what is being sent (``raw``, the body as sent, is
+        read only when payload capture is on).
 
-    @property
-    def channel(self) -> Channel:
-        channel = self._channel
-        if channel is None:
-            assert self._parts is not None
-            quick, self._quick = self._quick, None
-            # No quick batch left: its reply paired whole and closed the exchange.
-            channel = self._channel = ExchangeChannel.holding(self._parts, quick, quick is None)
-        return channel
+        ``read_timeout`` is the client's own (``math.inf`` when it waits forever); the batch
+        waits that long instead of :attr:`Options.timeout`, so a long call the client still
+        awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
+        the caller's OpenTelemetry context, when the integration has already read it.
+        """
+        if options.capture_payloads:
+            exchange = cls(
+                transport="http", integration=integration, server_address=host or None,
+                bound=True, options=options,
+            )  # fmt: skip
+        else:
+            parts = exchange_parts(options, integration, host or None)
+            exchange = cls.__new__(cls)
+            exchange._setup(
+                options, parts.telemetry, parts.labels, parts.limits, True, None, parts.sink
+            )
+        exchange.payload = payload
+        exchange.raw = raw
+        exchange.read_timeout = read_timeout
+        exchange.sent_parsed(payload, raw, read_timeout, current)
+        return exchange
 
     def tap(
         self,
@@ -249,101 +208,37 @@ class Exchange:
         decoder: Chosen | None = None,
         status: object = None,
         location: object = None,
+        elsewhere: bool = False,
     ) -> Tap:
         """A tap for the response body; a batch sent may come back one element per event.
 
         ``decoder`` is built from the client library's own content decoders; without one,
-        ``encoding`` gets the standard library's gzip and deflate.
+        ``encoding`` gets the standard library's gzip and deflate.  ``elsewhere``, or a
+        status and location that say so: the request is answered on another channel.
         """
         return Tap(
-            self.channel,
+            self,
             content_type,
             encoding,
             batch_sent=self.payload.is_batch,
             decoder=decoder,
-            elsewhere=answered_elsewhere(status, location),
+            elsewhere=elsewhere or answered_elsewhere(status, location),
             read_timeout=self.read_timeout,
         )
 
     def whole(self, body: bytes, content_type: str | None, elsewhere: bool) -> None:
         """A buffered response's whole body, read and decoded by the client that keeps it:
-        the usual reply (:func:`~pairwatch.integrations._stream.usual_reply`) goes to the
-        books straight away, anything else to a tap shown :meth:`Tap.whole`."""
+        the usual reply ends the exchange in one step (:func:`reply_whole`); any other body
+        (an event stream, a redirect or 202, an empty or oversized one) goes through a tap,
+        as if the client had read it in one chunk."""
         try:
-            usual = usual_reply(body, content_type, elsewhere)
-            if usual is None:
-                tap = Tap(
-                    self.channel, content_type, batch_sent=self.payload.is_batch,
-                    elsewhere=elsewhere, read_timeout=self.read_timeout,
-                )  # fmt: skip
-                tap.whole(body)
-                return
-            read_timeout = self.read_timeout
-            if read_timeout is not None and not math.isfinite(read_timeout):
-                read_timeout = None  # waits forever: nothing to postpone by
-            self.replied_whole(usual[0], usual[1], read_timeout, "body_end")
+            if elsewhere or not reply_whole(self, body, content_type, self.read_timeout):
+                tap = self.tap(content_type, None, elsewhere=elsewhere)
+                tap.chunk(body)
+                tap.end()
         except Exception as exc:
-            guard.report("tap_end", exc, self.internal_error())
-            guard.shielded("tap_close", self._close, "closed")
-
-    def replied_whole(
-        self, payload: wire.Payload, raw: object, read_timeout: float | None, reason: str
-    ) -> None:
-        """:meth:`ExchangeChannel.replied_whole` for an exchange whose channel is not built:
-        a reply that pairs whole closes it through the shared sink; anything else builds the
-        channel, which judges the reply at the same clock reading."""
-        quick = self._quick
-        parts = self._parts
-        if quick is None or parts is None or not switch.on:
-            self.channel.replied_whole(payload, raw, read_timeout, reason)
-            return
-        try:
-            now = parts[0].clock()
-            if read_timeout is not None:
-                quick.postpone(now, read_timeout)
-        except Exception as exc:  # as ExchangeChannel.replied_whole: reported, then closed
-            guard.report("received", exc, parts[1].internal_error)
-            self.close(reason)
-            return
-        self.replied_at(payload, raw, now, reason)
-
-    def replied_at(self, payload: wire.Payload, raw: object, now: float, reason: str) -> None:
-        """:meth:`replied_whole` at a clock reading already taken, the quick batch already
-        postponed by the client's read timeout."""
-        quick, parts = self._quick, self._parts
-        assert quick is not None
-        assert parts is not None
-        try:
-            paired = quick.pair(payload, now)
-        except Exception as exc:  # as ExchangeChannel.replied_whole: reported, then closed
-            guard.report("received", exc, parts[1].internal_error)
-            self.close(reason)
-            return
-        if not paired:
-            channel = self.channel
-            assert isinstance(channel, ExchangeChannel)
-            channel.declined(payload, raw, now, reason)
-            return
-        self._quick = None
-        try:
-            parts[5].paired_whole(quick, reason, now)
-        except Exception as exc:
-            guard.report("close", exc, parts[1].internal_error)
-
-    def close(self, reason: str) -> None:
-        guard.shielded("close_" + reason, self._close, reason)
-
-    def _close(self, reason: str) -> None:
-        # The channel is built inside the shield: building it may be what fails.
-        self.channel.close(reason)
-
-    def internal_error(self) -> guard.ErrorCounter | None:
-        """The exchange's internal-error counter, read without building its channel: a
-        failure being reported may be that the channel cannot be built."""
-        parts = self._parts
-        if parts is not None:
-            return parts[1].internal_error
-        return getattr(getattr(self._channel, "telemetry", None), "internal_error", None)
+            guard.report("tap_end", exc, self.telemetry.internal_error)
+            self.close("closed")
 
 
 class Streamed:

@@ -21,18 +21,25 @@ from pairwatch.integrations._sse import SseParser
 from pairwatch.integrations._watch import adopt, register, unwatch, watch_later
 from pairwatch.pairing import wire
 
-__all__ = ["MAX_BODY", "Tap", "usual", "usual_reply", "usual_type"]
+__all__ = ["MAX_BODY", "Tap", "reply_whole", "usual_type"]
 
 Seen = tuple[str | None, bool, bool]
 """What a Content-Type says: its charset; whether it is an event stream; whether its body
 is parsed as the bytes it is (no charset, or a UTF-8 one)."""
 
 _CONTENT_TYPES: dict[str | None, Seen] = {}
-"""Content-Type -> :data:`Seen`: a client reads the same few types, and parsing one costs
-as much as the rest of setting up a tap.  Bounded: past 64 it starts over."""
+"""A memo of :func:`seen`: a client reads the same few types.  Bounded: past 64 it starts
+over.  Only a memo: every answer is the one :func:`seen` computes."""
 
 
-def _content_type(content_type: str | None) -> Seen:
+def seen(content_type: str | None) -> Seen:
+    """What ``content_type`` says about the body it heads."""
+    try:
+        found = _CONTENT_TYPES.get(content_type)
+    except TypeError:  # not hashable: whatever a library passed, it is judged below
+        found = None
+    if found is not None:
+        return found
     charset = charset_of(content_type)
     found = (
         charset,
@@ -69,6 +76,7 @@ class Tap:
         "_buffer",
         "_channel",
         "_charset",
+        "_content_type",
         "_decoder",
         "_done",
         "_elsewhere",
@@ -106,12 +114,8 @@ class Tap:
         finite = read_timeout is not None and math.isfinite(read_timeout)
         self._read_timeout = read_timeout if finite else None
         self._watch: weakref.ref[Any] | None = None
-        try:
-            found = _CONTENT_TYPES.get(content_type)
-        except TypeError:  # not hashable: whatever a library passed, it is judged below
-            found = None
-        if found is None:
-            found = _content_type(content_type)
+        self._content_type = content_type
+        found = seen(content_type)
         self._charset, is_sse, _ = found
         if is_sse:
             self._sse: SseParser | None = SseParser()
@@ -156,13 +160,20 @@ class Tap:
 
     def last_raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         """:meth:`raw_chunk` then :meth:`end`; a last chunk that is the whole body and needs
-        no decoding (the usual reply, read in one piece) is shown :meth:`whole`."""
+        no decoding ends the exchange in one step (:func:`reply_whole`)."""
         decoder = self._decoder
-        if self._size or (decoder is not None and decoder is not _decoders.UNSUPPORTED):
-            self.raw_chunk(data)
-            self.end()
-        else:
-            self.whole(bytes(data))
+        if self._done or self._size or self._sse is not None or self._elsewhere:
+            pass
+        elif decoder is None or decoder is _decoders.UNSUPPORTED:
+            try:
+                if reply_whole(self._channel, bytes(data), self._content_type, self._read_timeout):
+                    self._stop()
+                    return
+            except Exception as exc:
+                self._fail("tap_end", exc)
+                return
+        self.raw_chunk(data)
+        self.end()
 
     def _feed(self, data: bytes | bytearray | memoryview, decoder: Any) -> None:
         # An encoding the client library does not decode reaches the caller undecoded;
@@ -208,39 +219,6 @@ class Tap:
                 return
             body = b"".join(self._buffer)
             self._release()
-            self._pair(body)
-        except Exception as exc:
-            self._fail("tap_end", exc)
-
-    def whole(self, body: bytes) -> None:
-        """The whole body at once, read and decoded by the client, which keeps it.
-
-        What ``chunk(body)`` then ``end()`` would do, without the buffer: the client holds
-        these bytes, not pairwatch, so the body budget is consulted (a body it could not
-        hold is still ``body_too_large``) but not charged and released around the parse.
-        """
-        if self._done:
-            return
-        if self._sse is not None or self._flush or self._size:  # not a plain body: the
-            self.chunk(body)  # chunk path knows events, decoders and bytes already held
-            self.end()
-            return
-        try:
-            if body:
-                too_large = len(body) > MAX_BODY or not body_budget().fits(len(body))
-                if too_large or self._elsewhere:  # as chunk() then end() would
-                    if self._read_timeout is not None:
-                        self._channel.postpone(self._read_timeout)
-                    if too_large:
-                        self._finish("body_too_large")
-                    else:
-                        self._pair(body)
-                    return
-                # The usual reply: pairing and closing in one step of the channel.
-                payload, text = parse_body(body, self._charset)
-                self._stop()
-                self._channel.replied_whole(payload, text, self._read_timeout, "body_end")
-                return
             self._pair(body)
         except Exception as exc:
             self._fail("tap_end", exc)
@@ -306,42 +284,38 @@ class Tap:
 
 
 def usual_type(content_type: str | None) -> bool:
-    """Whether a body of this Content-Type is read as the usual reply: a type already seen,
-    and not an event stream."""
-    try:
-        found = _CONTENT_TYPES.get(content_type)
-    except TypeError:
-        return False
-    return found is not None and not found[1]
+    """Whether a body of this Content-Type may be the usual reply (not an event stream)."""
+    return not seen(content_type)[1]
 
 
-def usual_reply(
-    body: bytes, content_type: str | None, elsewhere: bool
-) -> tuple[wire.Payload, object] | None:
-    """A buffered response's whole body, parsed, when it is the usual reply: a JSON body of
-    a known content type, within the budget, answered here.  None for anything else (an
-    event stream, a redirect or 202, an empty or too large body, a content type not seen
-    before), which a :class:`Tap` shown :meth:`Tap.whole` judges as it always did.
+def reply_whole(
+    channel: Channel, body: bytes, content_type: str | None, read_timeout: float | None
+) -> bool:
+    """End a bound exchange with a reply body received whole, when it is the usual reply: a
+    body that is not an event stream, not empty, within the size limit and the budget.
+    False for any other body, which a :class:`Tap` judges.
 
-    Why: the tap exists to follow a body read piece by piece; a body already whole needs
-    none of its state, and building it cost a dozen calls on every buffered exchange.
+    The body is the client's (it holds these bytes), so the budget is consulted, not
+    charged; the deadline moves by the client's ``read_timeout``, restarted with the last
+    chunk (none when it waits forever).
     """
     found = usual(body, content_type)
-    if found is None or elsewhere:
-        return None
-    return parse_body(body, found[0])
+    if found is None:
+        return False
+    payload, text = parse_body(body, found[0])
+    if read_timeout is not None and not math.isfinite(read_timeout):
+        read_timeout = None
+    channel.replied_parsed(payload, text, read_timeout, "body_end")
+    return True
 
 
 def usual(body: bytes, content_type: str | None) -> Seen | None:
-    """What the Content-Type of a whole body says, when the body is the usual reply (a type
-    already seen, not an event stream, not empty, within the size limit and the budget);
-    else None.  Its last member says whether the body is parsed as the bytes it is."""
-    try:
-        found = _CONTENT_TYPES.get(content_type)
-    except TypeError:
-        return None
+    """What the Content-Type of a whole body says, when the body is the usual reply (not an
+    event stream, not empty, within the size limit and the budget); else None.  Its last
+    member says whether the body is parsed as the bytes it is."""
+    found = seen(content_type)
     size = len(body)
-    if found is None or found[1] or not size or size > MAX_BODY or not _BODIES.fits(size):
+    if found[1] or not size or size > MAX_BODY or not _BODIES.fits(size):
         return None
     return found
 

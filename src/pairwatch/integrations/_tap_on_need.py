@@ -25,8 +25,6 @@ from typing import Any, Final
 
 from pairwatch import guard
 from pairwatch.channel import Channel
-from pairwatch.integrations import _healthy
-from pairwatch.integrations._healthy import Begun
 from pairwatch.integrations._request import Exchange
 from pairwatch.integrations._stream import Tap
 from pairwatch.integrations._watch import WATCHED, watch_later
@@ -57,9 +55,7 @@ class TapOnNeed:
         "_content_type", "_done", "_drop", "_exchange", "_lock", "_tap", "_token", "_watch",
     )  # fmt: skip
 
-    def __init__(self, exchange: Exchange | Begun, content_type: str | None) -> None:
-        # An exchange opened the quick way stays a Begun until the token's taker needs more
-        # (:meth:`_held`): a whole read that pairs never builds the exchange record.
+    def __init__(self, exchange: Exchange, content_type: str | None) -> None:
         self._exchange = exchange
         self._content_type = content_type
         self._tap: Tap | None = None
@@ -107,14 +103,7 @@ class TapOnNeed:
         if watch is not None:
             self._watch = None
             WATCHED.pop(id(watch), None)  # unwatch(), written out
-        body, content_type = bytes(data), self._content_type
-        opened = self._exchange
-        if isinstance(opened, Begun):
-            rest = _healthy.reply_body(opened, body, content_type)
-            if rest is None:
-                return
-            opened = rest
-        opened.whole(body, content_type, False)
+        self._exchange.whole(bytes(data), self._content_type, False)
 
     def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         tap = self._built()
@@ -165,7 +154,7 @@ class TapOnNeed:
         except IndexError:
             return self._tap
         try:
-            tap = self._held().tap(self._content_type, None)
+            tap = self._exchange.tap(self._content_type, None)
         except Exception as exc:
             self._failed(exc)
             return None
@@ -187,12 +176,4 @@ class TapOnNeed:
             self._watch = None
             WATCHED.pop(id(watch), None)
         guard.report("tap_build", exc, None)
-        guard.shielded("tap_build", lambda: self._held().close("closed"))
-
-    def _held(self) -> Exchange:
-        """The exchange record, built from the Begun the first time: only by whoever took
-        the token, so once."""
-        opened = self._exchange
-        if isinstance(opened, Begun):
-            opened = self._exchange = _healthy.exchange(opened)
-        return opened
+        self._exchange.close("closed")

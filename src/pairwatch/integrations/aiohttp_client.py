@@ -36,10 +36,9 @@ from typing import Any
 
 from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.integrations import _decoders, _healthy
+from pairwatch.integrations import _decoders
 from pairwatch.integrations._calls import Args, Kwargs
 from pairwatch.integrations._exchange import (
-    Begun,
     Exchange,
     HttpClient,
     Request,
@@ -262,33 +261,9 @@ class _Aiohttp(HttpClient):
             return None
         return Request(body, url, True, None, timeout, headers, host)
 
-    attaches_begun = True  # a body read whole needs no exchange record (TapOnNeed)
-
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> None:
-        """The tap (or its stand-in) watches the response already: nothing is returned for
-        the skeleton to watch."""
-        self._attach(exchange, response, instance, kwargs)
-
-    def attach_begun(self, begun: Begun, response: Any, instance: Any, kwargs: Any) -> None:
-        """:meth:`attach` for an exchange opened the quick way: its exchange record is built
-        when the body needs more than a whole read, once (by :class:`TapOnNeed`, or here for
-        a body that gets its tap at once); a failure is reported and closes that one."""
-        held: list[Exchange] = []
-        try:
-            self._attach(begun, response, instance, kwargs, held)
-        except Exception as exc:
-            exchange = held[0] if held else _healthy.exchange(begun)
-            guard.report(self.integration + "_attach", exc, exchange.internal_error())
-            exchange.close("closed")
-
-    def _attach(
-        self,
-        opened: Exchange | Begun,
-        response: Any,
-        instance: Any,
-        kwargs: Any,
-        held: list[Exchange] | None = None,
-    ) -> Tap | TapOnNeed:
+        """The tee replaces ``response.content``; what it shows its reads to watches the
+        response already, so nothing is returned for the skeleton to watch."""
         decompress = kwargs.get("auto_decompress")
         if decompress is None:
             decompress = getattr(instance, "_auto_decompress", True)
@@ -304,13 +279,9 @@ class _Aiohttp(HttpClient):
             and not answered_elsewhere(status, location)
             and usual_type(content_type)
         ):  # the usual reply, read whole by nearly every caller: a tap only if needed
-            tap = TapOnNeed(opened, content_type)
+            tap = TapOnNeed(exchange, content_type)
         else:
-            if not isinstance(opened, Exchange):
-                opened = _healthy.exchange(opened)
-                if held is not None:
-                    held.append(opened)
-            tap = opened.tap(
+            tap = exchange.tap(
                 content_type,
                 encoding,
                 decoder=_decoders.for_aiohttp(encoding),
@@ -322,7 +293,6 @@ class _Aiohttp(HttpClient):
         tee._pw_owner = weakref.ref(response)
         response.content = tee
         tap.abandon_with(response)  # last: a failure above leaves nothing watching
-        return tap
 
 
 def _read_timeout(timeout: object, session: Any) -> float | None:

@@ -235,9 +235,6 @@ class _Httpx(HttpClient):
             _remember_redirect(exchange, response)
         return content_type, status, location
 
-    def whole_reply(self, response: Any) -> tuple[object, str | None, bytes]:
-        return response.status_code, _wanted_headers(response.headers)[0], response.content
-
     def body(self, response: Any) -> bytes:
         return response.content  # type: ignore[no-any-return]
 

@@ -66,9 +66,6 @@ class _Requests(HttpClient):
         headers = response.headers
         return headers.get("content-type"), response.status_code, headers.get("location")
 
-    def whole_reply(self, response: Any) -> tuple[object, str | None, bytes]:
-        return response.status_code, response.headers.get("content-type"), response.content or b""
-
     def _tap(self, exchange: Exchange, response: Any) -> Tap:
         content_type, status, location = self.reply(exchange, response)
         encoding = response.headers.get("content-encoding")

@@ -144,9 +144,8 @@ class _Web3Http(HttpClient):
         return wire.parse(request.body)
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> Tap | None:
-        channel = exchange.channel
-        channel.received(response)
-        channel.close("body_end")
+        channel = exchange
+        channel.replied(response)
         if channel.options.repair and exchange.payload.is_batch:
             ids = [m.key for m in exchange.payload.messages if m.kind is wire.Kind.REQUEST]
             _REPAIR.set((response, ids, channel))

@@ -28,7 +28,7 @@ __all__ = ["BatchRecords"]
 Attrs = Mapping[str, str]
 
 _HEALTHY = object()
-"""Marks :meth:`BatchRecords._record_healthy`'s keys among the drain's accumulator keys."""
+"""Marks :meth:`BatchRecords._record_answered`'s keys among the drain's accumulator keys."""
 
 
 def _feed_common(
@@ -160,41 +160,35 @@ class BatchRecords:
         attrs = self._method_attrs(labels, is_batch, self.methods(method))
         return self._sums.observing(self.latency_writer, attrs)
 
-    def _record_healthy(
-        self,
-        labels: Labels,
-        is_batch: bool,
-        n: int,
-        methods: list[str],
-        latency: float,
-        reason: str,
-    ) -> None:
-        """What :meth:`_record_common` and :meth:`_record_one_latency` record for a batch of
-        ``n`` requests that paired whole (diagnosis ``ok``).
+    def _record_answered(self, labels: Labels, batch: Batch, reason: str) -> bool:
+        """Record a batch whose every request one reply body answered, all of one method
+        (nearly every batch), as a row of its label set's columns; False, recording
+        nothing, for any other batch.
 
-        A batch of one method (nearly every one) finds its columns under one key, once per
-        drain, and adds a row to them (:meth:`~pairwatch.otel.sums.Sums.healthy`): this runs
-        once per healthy exchange.
+        Diagnosis ``ok`` and one latency for every id: what :meth:`_record_common` and
+        :meth:`_record_one_latency` record, found under one key once per drain and fed to
+        the same accumulators at commit (:meth:`~pairwatch.otel.sums.Sums.healthy`).
         """
-        try:
-            sums = self._sums
-            current = sums.current = sums.current + 1
-            first = methods[0]
-            if n != 1 and methods.count(first) != n:  # several methods
-                if is_batch not in labels.zeroed:
-                    self._zeros(zeros.batch_rows(labels, is_batch))
-                attrs = labels.by_batch[is_batch]
-                self._record_common(labels, is_batch, attrs, diagnosis.OK, reason, n, n)
-                self._record_one_latency(labels, is_batch, methods, n, latency, None)
-                return
-            found = sums.found.get((_HEALTHY, labels, is_batch, reason, first))
-            if found is None:
-                found = self._healthy_sums(labels, is_batch, first, reason)
-            found[0].append(n)
-            found[1].append(latency)
-            found[2].append(current)
-        except Exception as exc:
-            self._failed(exc)
+        received = batch.received
+        n = len(received)
+        methods = batch.methods
+        first = methods[0] if n else None
+        if (
+            not n
+            or batch.paired != n
+            or first is None
+            or (n != 1 and (received.count(received[0]) != n or methods.count(first) != n))
+        ):
+            return False
+        sums = self._sums
+        is_batch = batch.is_batch
+        found = sums.found.get((_HEALTHY, labels, is_batch, reason, first))
+        if found is None:
+            found = self._healthy_sums(labels, is_batch, first, reason)
+        found[0].append(n)
+        found[1].append(received[0] - batch.sent_at)  # type: ignore[operator]
+        found[2].append(sums.current)
+        return True
 
     def _healthy_sums(self, labels: Labels, is_batch: bool, method: str, reason: str) -> Healthy:
         """The columns of one-method healthy batches, found once per drain (the batch's zero

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Final, cast
+from typing import cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -40,18 +40,6 @@ from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
 
 PAIR_LATENCY = "pairwatch.pair_latency"
-
-
-class Later:
-    """:meth:`SpanWriter.decide`'s answer when only ``start_span`` can decide (in the drain)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "LATER"
-
-
-LATER: Final = Later()
 
 
 class SpanWriter:
@@ -97,23 +85,6 @@ class SpanWriter:
                 return True
         return type(self.tracer) is trace.NoOpTracer
 
-    def decide(
-        self, context: object, is_batch: bool, server: bool = False
-    ) -> root_fast.Decided | Later | None:
-        """The batch span's sampling decision, asked at close: None when the span is not
-        recorded (then nothing of the batch is needed for spans), :data:`LATER` when only
-        ``start_span`` in :meth:`write` can tell.  A decision goes to :meth:`write` as is:
-        the sampler is asked once per batch."""
-        # _dropped's own checks made first: for the SDK's tracer it is not called.
-        if (self._proxy or type(self.tracer) is trace.NoOpTracer) and self._dropped():
-            return None
-        roots = self._roots()
-        if roots is None:
-            return LATER
-        parent = context if isinstance(context, Context) else None
-        name = "jsonrpc batch" if is_batch else "jsonrpc request"
-        return roots.decide(parent, name, SpanKind.SERVER if server else SpanKind.CLIENT)
-
     def write(
         self,
         batch: Batch,
@@ -121,27 +92,24 @@ class SpanWriter:
         policy: SpanPolicy = DEFAULT_POLICY,
         *,
         server: bool = False,
-        decided: root_fast.Decided | None = None,
     ) -> Context | None:
         """One span for the batch and a child per chosen request id, with recorded times.
 
         Returns the batch span's context when it is sampled, so that the batch's latencies
         can be recorded in it (exemplars link a histogram bucket to this trace).  ``server``
         marks the books of the server middleware: SERVER spans, so a trace that holds both
-        views of one batch shows which end measured what.  ``decided``: what
-        :meth:`decide` answered for this batch at close.
+        views of one batch shows which end measured what.
         """
-        if decided is None and self._dropped():
+        if self._dropped():
             return None
         kind = SpanKind.SERVER if server else SpanKind.CLIENT
         parent = batch.context if isinstance(batch.context, Context) else None
         name = "jsonrpc batch" if batch.is_batch else "jsonrpc request"
         start_ns = self._ns(batch.sent_at)
-        roots = self._roots() if decided is None else self._root_spans
+        roots = self._roots()
         root: trace.Span | None = None
-        if decided is not None:
-            root_context = decided.context
-        elif roots is not None:  # decided by the sampler, built finished (root_fast)
+        decided: root_fast.Decided | None = None
+        if roots is not None:  # decided by the sampler, built finished (root_fast)
             decided = roots.decide(parent, name, kind)
             if decided is None:
                 return None

@@ -54,7 +54,6 @@ from pairwatch.otel.names import (
     SCOPE,
     SERVER_ADDRESS_CAP,
 )
-from pairwatch.otel.root_fast import Decided
 from pairwatch.otel.sdk_fast import HistogramWriter
 from pairwatch.otel.span_policy import DEFAULT_POLICY, SpanAttributes, SpanPolicy
 from pairwatch.otel.spans import SpanWriter
@@ -113,13 +112,10 @@ class Telemetry(BatchRecords):
         self._add = sums.add
         self._observe = sums.observe
         deferred.on_drained(self._commit)
-        # Queue the metrics of a batch of ``n`` requests that paired whole, in order and in
-        # time, from its values alone (labels, is_batch, n, methods, latency, reason): with
-        # spans off they are the records every batch makes, and only those (diagnosis
-        # ``ok``, one latency for all its ids).  A partial, not a method: this runs once per
-        # healthy exchange, and a partial is called without a Python frame of its own.
-        self.healthy_closed: Callable[[Labels, bool, int, list[str], float, str], None] = (
-            functools.partial(deferred.submit, self._record_healthy)
+        # batch_closed(labels, batch, span_attributes, policy): queue a closed batch's
+        # metrics and spans; the caller pays only the append (a partial: no frame of its own).
+        self.batch_closed: Callable[[Labels, Batch, SpanAttributes | None, SpanPolicy], None] = (
+            functools.partial(deferred.submit, self._record_batch)
         )
         self.requests = counters["requests"]
         self.closed = counters["closed"]
@@ -149,33 +145,8 @@ class Telemetry(BatchRecords):
         return self._labels.get(transport, integration, address, side)
 
     # ------------------------------------------------------------------ metrics
-    def batch_closed(
-        self,
-        labels: Labels,
-        batch: Batch,
-        span_attributes: SpanAttributes | None = None,
-        policy: SpanPolicy = DEFAULT_POLICY,
-        decided: Decided | None = None,
-    ) -> None:
-        """Queue a closed batch's metrics and spans; the caller pays only the append.
-        ``decided``: its batch span's sampling decision, when asked at close."""
-        deferred.submit(self._batch_closed, labels, batch, span_attributes, policy, decided)
-
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         deferred.submit(self._stray, labels, batch, tally)
-
-    def _batch_closed(
-        self,
-        labels: Labels,
-        batch: Batch,
-        span_attributes: SpanAttributes | None,
-        policy: SpanPolicy = DEFAULT_POLICY,
-        decided: Decided | None = None,
-    ) -> None:
-        try:
-            self._record_batch(labels, batch, span_attributes, policy, decided)
-        except Exception as exc:
-            guard.report("telemetry", exc, self.internal_error)
 
     def _stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:
         try:
@@ -203,8 +174,8 @@ class Telemetry(BatchRecords):
         batch: Batch,
         span_attributes: SpanAttributes | None,
         policy: SpanPolicy = DEFAULT_POLICY,
-        decided: Decided | None = None,
     ) -> None:
+        """Record one closed batch (in a drain, off the caller's path)."""
         sums = self._sums
         sums.current += 1
         # Spans first: a sampled batch span is the context its latencies are recorded in,
@@ -213,48 +184,54 @@ class Telemetry(BatchRecords):
         if self.spans:
             try:
                 ctx = self.span_writer.write(
-                    batch, span_attributes, policy, server=labels.side == "server", decided=decided
+                    batch, span_attributes, policy, server=labels.side == "server"
                 )
             except Exception as exc:  # a broken tracer or processor costs the spans only
                 guard.report("telemetry", exc, self.internal_error)
-        is_batch = batch.is_batch
-        attrs = labels.by_batch[is_batch]
-        if is_batch not in labels.zeroed:
-            self._zeros(zeros.batch_rows(labels, is_batch))
-        # Batch.ended read whole: its close_reason and diagnosis properties cost a call each.
-        close_reason, _, diagnosed = batch.ended or NOT_ENDED
-        n = len(batch.keys)
-        self._record_common(labels, is_batch, attrs, diagnosed, close_reason, batch.size, n)
-        self._record_latencies(labels, batch, ctx)
-        if batch.rare is None:
-            return  # what the checks below read was never written: nothing went wrong
-        if batch.missing:
-            self._record_missing(labels, batch)
-        if batch.count_mismatch:
-            self._add(self.mismatch, 1, attrs)
-        if batch.out_of_order:
-            self._add(self.out_of_order, 1, attrs)
-        if batch.duplicates_in:
-            self._add(
-                self.duplicate,
-                batch.duplicates_in,
-                labels.extra(is_batch, **{DUPLICATE_SCOPE: "in_batch"}),
-            )
-        if batch.duplicates_cross:
-            self._add(
-                self.duplicate,
-                batch.duplicates_cross,
-                labels.extra(is_batch, **{DUPLICATE_SCOPE: "cross_batch"}),
-            )
-        if batch.invalid_requests:
-            for reason, n in batch.invalid_requests.items():
-                self._add(self.invalid_request, n, labels.extra(is_batch, **{REASON: reason}))
-        if batch.unknown or batch.null or batch.invalid or batch.violations:
-            self._record_tally(
-                labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
-            )
-        if batch.late:
-            self._record_late(attrs, batch)
+        try:
+            is_batch = batch.is_batch
+            # Batch.ended read whole: its close_reason and diagnosis properties cost a call each.
+            close_reason, _, diagnosed = batch.ended or NOT_ENDED
+            answered = ctx is None and batch.rare is None
+            if answered and self._record_answered(labels, batch, close_reason):
+                return  # answered whole by one body: its label set's columns
+            attrs = labels.by_batch[is_batch]
+            if is_batch not in labels.zeroed:
+                self._zeros(zeros.batch_rows(labels, is_batch))
+            n = len(batch.keys)
+            self._record_common(labels, is_batch, attrs, diagnosed, close_reason, batch.size, n)
+            self._record_latencies(labels, batch, ctx)
+            if batch.rare is None:
+                return  # what the checks below read was never written: nothing went wrong
+            if batch.missing:
+                self._record_missing(labels, batch)
+            if batch.count_mismatch:
+                self._add(self.mismatch, 1, attrs)
+            if batch.out_of_order:
+                self._add(self.out_of_order, 1, attrs)
+            if batch.duplicates_in:
+                self._add(
+                    self.duplicate,
+                    batch.duplicates_in,
+                    labels.extra(is_batch, **{DUPLICATE_SCOPE: "in_batch"}),
+                )
+            if batch.duplicates_cross:
+                self._add(
+                    self.duplicate,
+                    batch.duplicates_cross,
+                    labels.extra(is_batch, **{DUPLICATE_SCOPE: "cross_batch"}),
+                )
+            if batch.invalid_requests:
+                for reason, n in batch.invalid_requests.items():
+                    self._add(self.invalid_request, n, labels.extra(is_batch, **{REASON: reason}))
+            if batch.unknown or batch.null or batch.invalid or batch.violations:
+                self._record_tally(
+                    labels, is_batch, batch.unknown, batch.null, batch.invalid, batch.violations
+                )
+            if batch.late:
+                self._record_late(attrs, batch)
+        except Exception as exc:  # a broken meter: this batch's records only
+            guard.report("telemetry", exc, self.internal_error)
 
     def repair(self, labels: Labels, is_batch: bool, actions: Mapping[str, int]) -> None:
         """Count what repair mode changed in one reply (see :mod:`pairwatch.pairing.repair`)."""

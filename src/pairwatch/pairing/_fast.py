@@ -29,7 +29,6 @@ from pairwatch.pairing.depth import MAX_DEPTH, too_deep
 from pairwatch.pairing.elements import (
     ABSENT,
     MAX_ID_CHARS,
-    IdState,
     Kind,
     Message,
     Payload,
@@ -190,6 +189,7 @@ def healthy(raw: object, hint: str, measured: bool = False) -> Payload | None:
     payload._messages = None
     payload.unparseable = None
     payload.plain = columns
+    payload.size = len(keys)
     return payload
 
 
@@ -219,29 +219,8 @@ def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     except Exception:  # malformed, not objects, out of range, too deep: the stdlib decides
         return None
     if isinstance(value, list):
-        return Payload(True, tuple(_classify_all(value)))
+        return Payload(True, tuple(map(_classify, value)))
     return Payload(False, (_classify(value),))
-
-
-def _classify_all(elements: list[_Element]) -> list[Message]:
-    """The two shapes nearly every element has, inline; everything else via _classify."""
-    out: list[Message] = []
-    append = out.append
-    request, result, valid = Kind.REQUEST, Kind.RESULT, IdState.VALID
-    for e in elements:
-        key = e.id
-        if (
-            type(key) is int or (type(key) is str and len(key) <= MAX_ID_CHARS)
-        ) and e.jsonrpc == "2.0":
-            method = e.method
-            if type(method) is str:
-                append(Message(request, valid, key, method, None))
-                continue
-            if method is _UNSET and e.error is _UNSET and e.result is not _UNSET:
-                append(Message(result, valid, key, None, None))
-                continue
-        append(_classify(e))
-    return out
 
 
 def _classify(e: _Element) -> Message:

@@ -137,11 +137,12 @@ class Payload:
     ``unparseable`` is set when the payload is not JSON at all (then ``messages`` is empty);
     ``empty_batch`` marks ``[]``, which the spec calls invalid but servers still send.
     ``plain`` is set when every element is a well-formed request or result; ``messages`` is
-    then built only if someone asks for it.  :func:`pairwatch.pairing._fast.healthy` builds
-    that kind without ``__init__`` (it sets the four slots itself): keep the two in step.
+    then built only if someone asks for it.  ``size`` is the number of elements.
+    :func:`pairwatch.pairing._fast.healthy` builds the plain kind without ``__init__`` (it
+    sets the five slots itself): keep the two in step.
     """
 
-    __slots__ = ("_messages", "is_batch", "plain", "unparseable")
+    __slots__ = ("_messages", "is_batch", "plain", "size", "unparseable")
 
     def __init__(
         self,
@@ -154,6 +155,10 @@ class Payload:
         self._messages = messages if messages is not None or plain is None else None
         self.unparseable = unparseable
         self.plain = plain
+        if self._messages is None and plain is not None:
+            self.size = len(plain.keys)
+        else:
+            self.size = len(messages or ())
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -162,13 +167,6 @@ class Payload:
             assert self.plain is not None
             found = self._messages = self.plain.messages()
         return found
-
-    @property
-    def size(self) -> int:
-        """Elements in the payload (without building messages for a plain one)."""
-        if self._messages is None and self.plain is not None:
-            return len(self.plain.keys)
-        return len(self.messages)
 
     @property
     def empty_batch(self) -> bool:

@@ -9,18 +9,14 @@ in the same writes but belong to the other direction's table.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from pairwatch.pairing.wire import RESPONSE_KINDS, IdKey, IdState, Kind, Payload
 
 __all__ = ["Sent", "count_retyped", "read_sent", "retyped"]
 
 
-class Sent(NamedTuple):
-    keys: list[IdKey | None]
-    methods: list[str | None]
-    notifications: int
-    invalid: dict[str, int] | None
+Sent = tuple[list[IdKey | None], list[str | None], int, dict[str, int] | None]
+"""What a sent payload asks for: ids and methods (in parallel, one per request), how many
+notifications, and the elements that break or bend the request rules, per reason."""
 
 
 def read_sent(payload: Payload, inbound: dict[IdKey, int]) -> Sent:
@@ -35,7 +31,7 @@ def read_sent(payload: Payload, inbound: dict[IdKey, int]) -> Sent:
         # Every element a well-formed request: no loop needed.  The lists are the payload's
         # own, not copies (nothing changes them in place: an eviction replaces the keys),
         # which halves what a pending single request costs.
-        return Sent(plain.keys, plain.methods, 0, None)  # type: ignore[arg-type]
+        return plain.keys, plain.methods, 0, None  # type: ignore[return-value]
     for kind, state, key, method, problem, _code in payload.messages:
         if kind is REQUEST and problem is None and state is VALID and type(key) is not float:
             keys.append(key)  # the common case, kept as short as possible
@@ -72,7 +68,7 @@ def read_sent(payload: Payload, inbound: dict[IdKey, int]) -> Sent:
             invalid[reason] = invalid.get(reason, 0) + 1
     if payload.empty_batch:
         invalid = {"empty_batch": 1}  # the spec calls [] itself an invalid request
-    return Sent(keys, methods, notifications, invalid)
+    return keys, methods, notifications, invalid
 
 
 def retyped(key: IdKey) -> tuple[IdKey, ...]:

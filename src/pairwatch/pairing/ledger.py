@@ -3,44 +3,29 @@
 A *channel* is whatever responses come back on (one HTTP exchange, one stream, one session).
 The ledger mirrors the pending table a correct client would keep, pairs every response by id,
 and closes batches when they are complete, when their body or stream ends, at their timeout,
-or when a cap evicts them.  Each closed batch is handed to a sink with its exact tallies and
-its diagnosis (:mod:`pairwatch.pairing.diagnosis`).
+or when a cap evicts them; :func:`~pairwatch.pairing.closing.settle` says what each closed
+batch shows, and the sink gets it.  Pure Python, no I/O, no OpenTelemetry, an injected clock:
+every rule of the pairing contract is driven deterministically by the tests, and the same
+books serve the live path and the audit.
 
-Pure Python on purpose: no I/O, no OpenTelemetry, an injected clock.  Every rule of the
-pairing contract can therefore be driven deterministically by tests, and the same books serve
-the live path and the offline audit.
-
-Two modes cover every transport:
+Two modes:
 
 * ``bound`` (HTTP exchanges): each reply belongs to the batch sent on the same exchange, so
   stray responses, count mismatches and replies to notification-only batches are attributed
-  to that batch even after it closed.
-* stream (sessions, websockets, stdio): responses pair across every open batch of the channel.
-  A response that pairs with nothing is attributed, in this order, to the batch its sibling
-  responses in the same array paired with; to the open batch holding its id under another
-  JSON type (``"2"`` for ``2``: that batch then closes as ``id_type_mismatch``); to the batch
-  that held its id until it timed out (a late reply: closed already, so the reply reaches the
-  sink as a stray tally naming that batch, and is logged as ``late_response``); to the oldest
-  open batch sent as an array, when the reply is an array; else to no batch.
+  to that batch even after it closed.  ``[]`` is held, uncounted, until its reply shows the
+  other side speaks JSON-RPC (a REST API that takes an empty list counts nothing).
+* stream (sessions, websockets, stdio): responses pair across every open batch.  One that
+  pairs with nothing is attributed, in this order, to the batch its siblings in the same
+  array paired with; to the open batch holding its id under another JSON type (that batch
+  closes as ``id_type_mismatch``); to the batch that held its id until it timed out (a late
+  reply: handed to the sink as a stray tally naming that batch); to the oldest open batch
+  sent as an array, when the reply is an array; else to no batch.
 
-Late replies: the ids a timeout closes as missing are remembered, bounded in count and age
-(:mod:`pairwatch.pairing.late`).  A reply to one is still an unknown-id response (the
-contract is unchanged) and is also counted in ``late``/``lateness``: on the batch that absorbs
-it while open (recorded when that batch closes) or on the stray tally, never both.  A request
-that reuses such an id is client duplicate evidence (``reused_timed_out``).
-
-The empty batch ``[]`` on a bound exchange is held, uncounted, until its reply shows the
-other side speaks JSON-RPC: a REST API that takes an empty list is not JSON-RPC traffic and
-must count nothing.  The spec-required single null-id error is then a null-id response (the
-batch closes as ``malformed_request_element``: ``[]`` is an invalid request); any other
-JSON-RPC reply is also a protocol violation.  On a stream, ``[]`` closes at once: the stream
-is JSON-RPC by construction and its reply is an ordinary null-id response.
-
-How a batch closes (what is missing, its diagnosis, the sink) is
-:mod:`pairwatch.pairing.closing`, the ledger's other half.
-
-Costs do not grow with what is outstanding: expiry and eviction read a deadline queue
-(:mod:`pairwatch.pairing.deadlines`), never the whole table of open batches.
+Most channels hold one batch at a time (an HTTP exchange always does), so the one open batch
+is kept as it is (``_single``), and the structures that serve several (the deadline queue,
+the table of pending ids) are filled only when a second batch opens or a reply must be
+looked up id by id.  Neither costs more with what is outstanding: expiry and eviction read
+the deadline queue's front (:mod:`pairwatch.pairing.opened`), never every open batch.
 """
 
 from __future__ import annotations
@@ -49,26 +34,32 @@ import threading
 from collections.abc import Callable
 
 from pairwatch.pairing import wire
-from pairwatch.pairing.closing import Closing, LedgerSink
-from pairwatch.pairing.deadlines import Deadlines
+from pairwatch.pairing.closing import LedgerSink, settle
 from pairwatch.pairing.intake import read_sent
 from pairwatch.pairing.late import TimedOut
-from pairwatch.pairing.limits import Budget, Limits, process_budget
+from pairwatch.pairing.limits import Budget, Limits
 from pairwatch.pairing.opened import OpenBatches
 from pairwatch.pairing.records import Batch, Tally
 from pairwatch.pairing.shape import judge
 from pairwatch.pairing.table import Entry, PendingTable
-from pairwatch.pairing.wire import CALL_KINDS, IdKey, IdState, Kind, Message, Payload
+from pairwatch.pairing.wire import CALL_KINDS, IdKey, IdState, Kind, Payload
 
 __all__ = ["Ledger", "LedgerSink", "Limits"]
 
+ALONE = True
+"""Keep a channel's one healthy open batch alone, outside the deadline queue and the table
+(see the module docstring).  Off only in the tests that compare the two ways."""
+_DEFAULT_LIMITS = Limits()
+_NONE_OPEN = OpenBatches()
+"""Every ledger's deadline queue until it queues a batch (most never do): always empty."""
 
-class Ledger(Closing):
+
+class Ledger:
     """One channel's books.  Thread-safe: every public method takes the channel's lock."""
 
     __slots__ = (
-        "_bound", "_budget", "_clock", "_deadlines", "_held", "_inbound", "_last", "_lock",
-        "_open", "_table", "auto_close", "limits", "sink", "timed_out",
+        "_bound", "_budget", "_clock", "_inbound", "_last", "_late", "_lock", "_open", "_single",
+        "_table", "auto_close", "held", "limits", "sink",
     )  # fmt: skip
 
     def __init__(
@@ -82,48 +73,43 @@ class Ledger(Closing):
         budget: Budget | None = None,
     ) -> None:
         self.sink = sink
-        self.limits = limits = limits or Limits()
+        self.limits = limits = limits or _DEFAULT_LIMITS
         self._clock = clock
         self._bound = bound
-        self._budget = budget or process_budget()
+        self._budget = budget or limits.budget
         # A bound exchange closes at body end so that late extras still count against it.
         self.auto_close = (not bound) if auto_close is None else auto_close
         self._lock = threading.Lock()
-        self._open = OpenBatches()
-        self._deadlines = Deadlines()
-        self._table = PendingTable()
+        # The open batches: the one alone and healthy as it is, or every one in the deadline
+        # queue with its ids in the table (made when first needed).
+        self._single: Batch | None = None
+        self._open = _NONE_OPEN  # replaced by a queue of its own when a batch is queued
+        self._table: PendingTable | None = None
         self._inbound: dict[IdKey, int] = {}  # server-initiated requests awaiting our answer
-        self.timed_out = TimedOut(limits.late_ids, limits.late_age)
+        self._late: TimedOut | None = None  # made when a timeout first leaves ids missing
         self._last: Batch | None = None
-        self._held: Batch | None = None  # a bound [] awaiting proof that this is JSON-RPC
+        # A bound [] awaiting its reply, which shows whether this is JSON-RPC at all.
+        self.held: Batch | None = None
 
     # ------------------------------------------------------------------ sending
     def sent(
-        self,
-        payload: Payload,
-        context: object = None,
-        timeout: float | None = None,
-        at: float | None = None,
+        self, payload: Payload, context: object = None, timeout: float | None = None
     ) -> Batch | None:
         """Register a payload the client wrote; return the batch it opened, if any
-        (``timeout``: this batch's default, e.g. an HTTP client's own read timeout; ``at``:
-        when it was sent, for books replayed from :mod:`pairwatch.pairing.quick`)."""
+        (``timeout``: this batch's own, e.g. an HTTP client's read timeout)."""
         closed: list[Batch] = []
-        with self._lock:
-            now = self._clock() if at is None else at
-            self._expire(now, closed)
+        lock = self._lock  # taken explicitly, as in replied: see Budget.take
+        lock.acquire()
+        try:
+            now = self._clock()
+            if self._single is not None or self._open.count:
+                self._expire(now, closed)
             batch = self._register(payload, now, context, closed, timeout)
-        self._emit(closed)
+        finally:
+            lock.release()
+        if closed:
+            self._emit(closed)
         return batch
-
-    def postpone(self, timeout: float, at: float | None = None) -> None:
-        """Push every open batch's deadline to ``timeout`` from now (never earlier): an HTTP
-        client restarts its read timeout per chunk, and the books must not give up first."""
-        with self._lock:
-            deadline = (self._clock() if at is None else at) + timeout
-            for batch in self._open:
-                if deadline > batch.deadline:
-                    batch.deadline = deadline
 
     def _register(
         self,
@@ -144,29 +130,67 @@ class Ledger(Closing):
         batch.timeout = self.limits.timeout_for(methods, timeout)
         if self._bound:  # only an exchange attributes replies to its last batch; a stream
             self._last = batch  # must not keep a closed batch (and its lists) alive
-            self._drop_held()  # a [] whose exchange moved on without a reply: nothing
+            if self.held is not None:
+                self._drop_held()  # a [] whose exchange moved on without a reply: nothing
         if not keys:
             batch.expected_nothing = True
             if self._bound and payload.empty_batch:
-                self._held = batch  # counted once its reply shows JSON-RPC, or never
+                self.held = batch  # counted once its reply shows JSON-RPC, or never
                 return batch
-            self._finish(batch, "no_response_expected", closed)
+            settle(batch, "no_response_expected", now, [])
+            closed.append(batch)
             return batch
-        reused = self.timed_out.reused(keys, now)
-        if reused:
-            batch.reused_timed_out = reused
-        self._admit(batch, closed)
-        self._open.add(batch)
-        self._deadlines.push(batch, self._open.count)
-        self._table.register(batch, payload.plain is not None)
+        late = self._late
+        if late:
+            reused = late.reused(keys, now)
+            if reused:
+                batch.reused_timed_out = reused
+        if self._single is not None:
+            self._spill()  # a second batch: the first joins the queue and the table
+        self._admit(batch, closed, now)
+        n = len(keys)
+        if (
+            ALONE
+            and not self._open.count
+            and payload.plain is not None
+            and batch.rare is None  # nothing evicted, no duplicate to count
+            and (n == 1 or len(set(keys)) == n)
+        ):
+            self._single = batch
+        else:
+            self._queued(batch, payload.plain is not None)
         return batch
 
-    def _admit(self, batch: Batch, closed: list[Batch]) -> None:
+    def _queued(self, batch: Batch, plain: bool) -> None:
+        """Open ``batch`` in the deadline queue, its ids in the table."""
+        table = self._table
+        if table is None:
+            table = self._table = PendingTable()
+        table.register(batch, plain)
+        self._opened().push(batch)
+
+    def _opened(self) -> OpenBatches:
+        """The deadline queue, made when the first batch is queued."""
+        if self._open is _NONE_OPEN:
+            self._open = OpenBatches()
+        return self._open
+
+    def _spill(self) -> None:
+        """The single open batch joins the queue and the table: another batch opens beside
+        it, or a reply must be looked up id by id."""
+        single = self._single
+        if single is not None:
+            self._single = None
+            if single.paired:  # it pairs whole or not at all: answered, no id is pending
+                self._opened().push(single)
+            else:
+                self._queued(single, False)
+
+    def _admit(self, batch: Batch, closed: list[Batch], now: float) -> None:
         """Make room under the channel's caps and the process budget, evicting if needed.
 
         Ids that still do not fit are never registered: they close as missing with reason
-        ``evicted`` (``batch.evicted_from``), and a reply to one is an unknown id, as for
-        any evicted request.  So no table ever exceeds its cap.
+        ``evicted`` (``batch.evicted_from``), and a reply to one is an unknown id.
         """
         keys = batch.keys
         limits = self.limits
@@ -174,14 +198,14 @@ class Ledger(Closing):
         opened = self._open
         while opened.count and (
             opened.count >= limits.max_open_batches
-            or self._table.count + need > limits.max_pending_ids
+            or self.pending_ids + need > limits.max_pending_ids
         ):
-            if not self._evict_oldest(closed):
+            if not self._evict_oldest(closed, now):
                 break
         budget = self._budget
         granted = budget.take(need)
         while granted < need and opened.count:
-            if not self._evict_oldest(closed):
+            if not self._evict_oldest(closed, now):
                 break
             granted += budget.take(need - granted)
         if granted < len(keys):
@@ -189,17 +213,15 @@ class Ledger(Closing):
             # A new list: the batch may share its keys with the payload it was sent in.
             batch.keys = list(keys[:granted]) + [None] * (len(keys) - granted)
 
-    def _evict_oldest(self, closed: list[Batch]) -> bool:
-        oldest = self._deadlines.oldest()
+    def _evict_oldest(self, closed: list[Batch], now: float) -> bool:
+        oldest = self._open.oldest()
         if oldest is None:
             return False
-        self._finish(oldest, "evicted", closed)
+        self._finish(oldest, "evicted", closed, now)
         return True
 
     # ---------------------------------------------------------------- receiving
-    def received(
-        self, payload: Payload, is_jsonrpc: bool | None = None, at: float | None = None
-    ) -> None:
+    def received(self, payload: Payload, is_jsonrpc: bool | None = None) -> None:
         """Pair every response in a payload the client read.
 
         ``is_jsonrpc`` is the caller's structural judgement of the raw reply
@@ -208,63 +230,126 @@ class Ledger(Closing):
         """
         closed: list[Batch] = []
         with self._lock:
-            now = self._clock() if at is None else at
+            now = self._clock()
             self._pair(payload, now, closed, is_jsonrpc)
             self._expire(now, closed)
+        if closed:
+            self._emit(closed)
+
+    def replied(
+        self,
+        payload: Payload,
+        is_jsonrpc: bool | None = None,
+        postpone: float | None = None,
+        reason: str = "body_end",
+    ) -> None:
+        """A reply received whole ends the exchange: the deadlines move ``postpone`` seconds
+        from now (the client restarted its read timeout with the last chunk), the reply is
+        paired, what is past its deadline closes as ``timeout`` and the rest with ``reason``;
+        one lock, one clock reading."""
+        closed: list[Batch] = []
+        lock = self._lock
+        lock.acquire()
+        try:
+            now = self._clock()
+            if postpone is not None:
+                self._postpone(now + postpone)
+            self._pair(payload, now, closed, is_jsonrpc)
+            self._close_open(reason, closed, now, now)
+        finally:
+            lock.release()
         self._emit(closed)
 
-    @property
-    def holding(self) -> bool:
-        """An empty batch awaits its reply to learn whether this is JSON-RPC at all."""
-        return self._held is not None
+    def postpone(self, timeout: float) -> None:
+        """Push every open batch's deadline to ``timeout`` from now (never earlier): an HTTP
+        client restarts its read timeout per chunk, and the books must not give up first."""
+        with self._lock:
+            self._postpone(self._clock() + timeout)
+
+    def _postpone(self, deadline: float) -> None:
+        single = self._single
+        if single is not None:
+            if deadline > single.sent_at + single.timeout:
+                single.timeout = deadline - single.sent_at
+        elif self._open.count:
+            self._open.postpone(deadline)
 
     def _pair(
         self, payload: Payload, now: float, closed: list[Batch], is_jsonrpc: bool | None
     ) -> None:
         target = self._last if self._bound else None
-        held = self._held
+        held = self.held
         spec_reply = False
         if held is not None:  # always the exchange's last batch: see _register
-            self._held = None
+            self.held = None
             if is_jsonrpc is None:
                 is_jsonrpc = wire.shows_jsonrpc(payload)
             if not is_jsonrpc:
                 held.open = False  # not JSON-RPC traffic after all: it counts nothing
                 return
             spec_reply = wire.is_spec_empty_reply(payload)
-        judged = judge(payload, target, spec_reply)
-        if judged is None:
-            return
-        tally = judged
-        table = self._table
-        pending = table.ids
-        touched: Batch | None = None
-        holder: Batch | None = None  # an open batch holding an unknown id under another type
-        late_holder: Batch | None = None  # the batch a late reply's request timed out in
-        # The batch whose replies this loop is checking for order, and the highest index
-        # paired in it so far: Batch.high_index is a rare field (a call to read or write),
-        # so it is read when the loop reaches that batch and written back when it leaves it.
-        ordered: Batch | None = None
-        high = -1
         done: list[Batch] = []
-        RESULT, VALID = Kind.RESULT, IdState.VALID
         plain = payload.plain
-        messages: tuple[Message, ...] | None = None
-        if plain is not None and plain.kind is RESULT:
-            touched = self._table.all_in_order(plain.keys, now)
+        touched: Batch | None = None
+        if plain is not None and plain.kind is Kind.RESULT:
+            single = self._single
+            if single is not None:
+                if single.is_batch is payload.is_batch and single.answered_by(plain.keys, now):
+                    touched = single
+            elif self._table is not None:
+                touched = self._table.all_in_order(plain.keys, now)
+        if touched is not None and touched.is_batch is payload.is_batch:
+            # Every request of one batch answered at once, in order and in its own shape:
+            # nothing about the reply as a whole can be wrong.
+            done.append(touched)
+            tally = None
+            holder = late_holder = None
+        else:
+            tally = judge(payload, target, spec_reply) or Tally()
             if touched is not None:
                 done.append(touched)
-                messages = ()
-        for kind, state, key, _method, problem, code in (
-            payload.messages if messages is None else messages
-        ):
+                holder = late_holder = None
+            else:
+                touched, holder, late_holder = self._pair_each(payload, now, tally, done)
+        if target is None:
+            target = touched or holder or late_holder or self._oldest_array_batch(payload)
+        if target is not None and target.open:
+            if tally is not None and not tally.empty:
+                target.absorb(tally)
+            if target is held:
+                done.append(held)  # its reply came: the held [] is counted now
+        elif tally is not None and not tally.empty:
+            self.sink_stray(target, tally)
+        for batch in done:
+            if self.auto_close or batch is held:
+                self._finish(batch, "complete", closed, now)
+
+    def _pair_each(
+        self, payload: Payload, now: float, tally: Tally, done: list[Batch]
+    ) -> tuple[Batch | None, Batch | None, Batch | None]:
+        """Pair a reply element by element; return the last batch an element paired with,
+        the open batch holding an unknown id under another JSON type, and the batch a late
+        reply's request timed out in."""
+        self._spill()
+        table = self._table
+        if table is None:
+            table = self._table = PendingTable()
+        pending = table.ids
+        touched: Batch | None = None
+        holder: Batch | None = None
+        late_holder: Batch | None = None
+        # The batch whose replies this loop is checking for order, and the highest index
+        # paired in it so far (written back to the batch when the loop leaves it).
+        ordered: Batch | None = None
+        high = -1
+        RESULT, VALID = Kind.RESULT, IdState.VALID
+        for kind, state, key, _method, problem, code in payload.messages:
             if (kind is RESULT or kind is Kind.ERROR) and problem is None and state is VALID:
                 entry = pending.pop(key, None)  # type: ignore[arg-type]  # the common case
             else:
                 if kind in CALL_KINDS:
                     # Server-initiated: never a response, never unknown.  Remember requests
-                    # so the client's answers pair in their own table.
-                    # Bounded: a flood of server requests nobody answers must not grow it.
+                    # so the client's answers pair in their own table (bounded).
                     inbound = self._inbound
                     if (
                         kind is Kind.REQUEST
@@ -288,12 +373,12 @@ class Ledger(Closing):
                     continue
                 if len(tally.unknown_keys) < 16:
                     tally.unknown_keys.append(key)
-                found = self.timed_out.take(key, now)
+                found = self._late.take(key, now) if self._late else None
                 if found is not None:
                     tally.add_late(key, found[0])
                     late_holder = late_holder or found[1]
                 elif holder is None and not self._bound:
-                    holder = self._table.holder_retyped(key)
+                    holder = table.holder_retyped(key)
                 continue
             if type(entry) is tuple:
                 batch, index = entry
@@ -304,20 +389,7 @@ class Ledger(Closing):
                 batch, index = rest.pop(0)
                 pending[key] = rest[0] if len(rest) == 1 else rest  # type: ignore[index]
             table.count -= 1
-            received = batch.received
-            if type(received) is not list:  # the shared (None,) of a single request
-                received = batch.received = list(received)
-            received[index] = now
-            if kind is not RESULT:
-                if code is not None:
-                    if batch.error_codes is None:
-                        batch.error_codes = {}
-                    batch.error_codes[index] = code
-                if problem is not None:
-                    if batch.invalid_at is None:
-                        batch.invalid_at = set()
-                    batch.invalid_at.add(index)
-            batch.paired += 1
+            batch.answer(index, now, kind is not RESULT, code, problem is not None)
             if type(entry) is not Batch:  # a single request is never out of order
                 if batch is not ordered:
                     _keep_high(ordered, high)
@@ -330,25 +402,15 @@ class Ledger(Closing):
             if batch.paired == len(batch.keys):
                 done.append(batch)  # closed after the loop: strays in this payload belong here
         _keep_high(ordered, high)
-        if target is None:
-            target = touched or holder or late_holder or self._oldest_array_batch(payload)
-        if target is not None and target.open:
-            target.absorb(tally)
-            if target is held:
-                done.append(held)  # its reply came: the held [] is counted now
-        elif not tally.empty:
-            self.sink_stray(target, tally)
-        for batch in done:
-            if self.auto_close or batch is held:
-                self._finish(batch, "complete", closed)
+        return touched, holder, late_holder
 
     def _oldest_array_batch(self, payload: Payload) -> Batch | None:
         if not payload.is_batch:
             return None
-        for batch in self._open:
-            if batch.is_batch:
-                return batch
-        return None
+        single = self._single
+        if single is not None:
+            return single if single.is_batch else None
+        return self._open.oldest_array() if self._open.count else None
 
     def sink_stray(self, batch: Batch | None, tally: Tally) -> None:
         """Hand over responses that no open batch can absorb (late, or on a bare stream)."""
@@ -356,18 +418,148 @@ class Ledger(Closing):
             batch.late_unknown += tally.unknown
         self.sink.stray(batch, tally)
 
+    # ------------------------------------------------------------------ closing
+    def close(self, reason: str = "closed") -> None:
+        """Close every open batch of the channel (body end, stream end, stream dropped...)."""
+        closed: list[Batch] = []
+        with self._lock:
+            self._close_open(reason, closed, self._clock())
+        if closed:
+            self._emit(closed)
+
+    def close_batch(self, batch: Batch, reason: str) -> None:
+        """Close one batch now: its caller stopped waiting (a client library's own timeout,
+        an error it synthesized).  What is still pending counts as missing with ``reason``."""
+        closed: list[Batch] = []
+        with self._lock:
+            if batch is self.held:
+                self._drop_held()
+            elif batch.open and not batch.expected_nothing:
+                self._finish(batch, reason, closed, self._clock())
+        if closed:
+            self._emit(closed)
+
+    def expire(self) -> None:
+        """Close batches whose timeout passed; called by the sweeper and on every event."""
+        closed: list[Batch] = []
+        with self._lock:
+            self._expire(self._clock(), closed)
+        if closed:
+            self._emit(closed)
+
+    def withdraw(self) -> None:
+        """Forget every open batch uncounted: a 202 or a redirect says its requests are
+        answered on another channel, where they are counted (else twice, once as missing)."""
+        with self._lock:
+            self._drop_held()
+            self._spill()
+            for batch in self._open.values():
+                batch.open = False
+                self._budget.release(
+                    batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
+                )
+                if self._table is not None:
+                    self._table.release(batch)
+            self._open.clear()
+
+    def forget(self) -> None:
+        """Mark every open batch closed, uncounted, and keep nothing: for a forked child,
+        whose fresh books must not take the parent's batches back (the parent counts them).
+
+        Without the lock: in a child only the forking thread runs, and the lock may have
+        been copied held by a thread that no longer exists.
+        """
+        self._drop_held()
+        self._spill()
+        self._open.forget()
+
+    def _drop_held(self) -> None:
+        if self.held is not None:
+            self.held.open = False
+            self.held = None
+
+    def _expire(self, now: float, closed: list[Batch]) -> None:
+        single = self._single
+        if single is not None:
+            if single.sent_at + single.timeout <= now:
+                self._finish(single, "timeout", closed, now)
+        elif self._open.count:
+            for batch in self._open.due(now):
+                self._finish(batch, "timeout", closed, now)
+
+    def _close_open(
+        self, reason: str, closed: list[Batch], now: float, due: float | None = None
+    ) -> None:
+        """Close every open batch with ``reason``; those whose deadline is not after ``due``
+        close as ``timeout`` instead."""
+        if self.held is not None:
+            self._drop_held()
+        single = self._single
+        if single is not None:
+            late = due is not None and single.sent_at + single.timeout <= due
+            self._finish(single, "timeout" if late else reason, closed, now)
+        elif self._open.count:
+            if due is not None:
+                self._expire(due, closed)
+            for batch in self._open.values():
+                self._finish(batch, reason, closed, now)
+            self._open.clear()
+
+    def _finish(self, batch: Batch, reason: str, closed: list[Batch], now: float) -> None:
+        """Close one open batch: its ids leave the books and the budget, and what it shows
+        is settled (:func:`settle`)."""
+        if not batch.open:
+            return
+        keys = batch.keys
+        # Registered (open, budget, table) unless it expected nothing: a held [] or a batch
+        # without ids closes without ever being.  An open batch is always this ledger's: a
+        # forked child's fresh books forget the inherited ones (see :meth:`forget`).
+        if batch.rare is None or not batch.expected_nothing:
+            if batch is self._single:
+                self._single = None
+            else:
+                self._open.closed()
+            evicted_from = -1 if batch.rare is None else batch.evicted_from
+            self._budget.release(evicted_from if evicted_from >= 0 else len(keys))
+        missing_keys: list[IdKey] = []
+        if batch.paired < len(keys):
+            if self._table is None:
+                missing_keys = [key for _, key in batch.unanswered()]
+            else:
+                missing_keys = self._table.release(batch)
+        settle(batch, reason, now, missing_keys)
+        if reason == "timeout" and missing_keys:
+            self.timed_out.remember(batch, missing_keys, now)
+        closed.append(batch)
+
+    def _emit(self, closed: list[Batch]) -> None:
+        for batch in closed:
+            self.sink.batch_closed(batch)
+
+    # ------------------------------------------------------------------- reading
+    @property
+    def timed_out(self) -> TimedOut:
+        """The memory of ids closed as missing by timeout (made on first use)."""
+        late = self._late
+        if late is None:
+            late = self._late = TimedOut(self.limits.late_ids, self.limits.late_age)
+        return late
+
     @property
     def open_batches(self) -> int:
-        return self._open.count
+        return self._open.count + (self._single is not None)
 
     @property
     def pending_ids(self) -> int:
-        return self._table.count
+        """Requests awaiting a reply, duplicates included."""
+        single = self._single
+        found = 0 if single is None else len(single.keys) - single.paired
+        return found if self._table is None else found + self._table.count
 
     @property
     def examined(self) -> int:
         """Deadline-queue entries looked at so far (the flat-cost tests read it)."""
-        return self._deadlines.examined
+        return self._open.examined
 
     @property
     def inbound_pending(self) -> int:

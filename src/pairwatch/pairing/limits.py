@@ -28,12 +28,13 @@ class Limits:
 
     ``method_timeouts`` gives some methods their own timeout (``{"eth_getLogs": 120}``):
     one slow method must not force a long timeout on every call, nor a short default turn
-    its legitimately long calls into missing replies.
+    its legitimately long calls into missing replies.  ``budget``: the process-wide budget
+    of pending ids these books draw from (:func:`process_budget` unless given).
     """
 
     __slots__ = (
-        "late_age", "late_ids", "max_open_batches", "max_pending_ids", "method_timeouts",
-        "timeout",
+        "budget", "late_age", "late_ids", "max_open_batches", "max_pending_ids",
+        "method_timeouts", "timeout",
     )  # fmt: skip
 
     def __init__(
@@ -44,7 +45,9 @@ class Limits:
         late_ids: int = 1024,
         late_age: float = 300.0,
         method_timeouts: Mapping[str, float] | None = None,
+        budget: Budget | None = None,
     ) -> None:
+        self.budget = budget or process_budget()
         self.timeout = timeout
         self.max_open_batches = max_open_batches
         self.max_pending_ids = max_pending_ids
@@ -93,22 +96,33 @@ class Budget:
     def used(self) -> int:
         return self._used
 
+    # The lock is taken explicitly, not with ``with``: every exchange charges and releases
+    # once, and the statement costs about as much as the arithmetic it guards.
     def take(self, n: int) -> int:
         """Charge up to ``n``; return how much fit (atomically, across threads)."""
         if n <= 0:
             return 0
-        with self._lock:
-            granted = min(n, max(0, self.limit - self._used))
-            self._used += granted
+        lock = self._lock
+        lock.acquire()
+        try:
+            used = self._used
+            granted = n if used + n <= self.limit else max(0, self.limit - used)
+            self._used = used + granted
+        finally:
+            lock.release()
         return granted
 
     def take_all(self, n: int) -> bool:
         """Charge ``n`` if all of it fits; False (and nothing charged) if it does not."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._used + n > self.limit:
                 return False
             self._used += n
             return True
+        finally:
+            lock.release()
 
     def fits(self, n: int) -> bool:
         """Whether ``n`` more would fit now, charging nothing (one read: no lock)."""
@@ -116,8 +130,13 @@ class Budget:
 
     def release(self, n: int) -> None:
         if n:
-            with self._lock:
-                self._used = max(0, self._used - n)
+            lock = self._lock
+            lock.acquire()
+            try:
+                used = self._used - n
+                self._used = used if used > 0 else 0
+            finally:
+                lock.release()
 
     def reset(self) -> None:
         """A forked child starts with a fresh lock and nothing charged: what the parent held

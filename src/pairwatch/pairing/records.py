@@ -258,7 +258,7 @@ class Batch(_LateReplies):
         is_batch: bool,
         size: int,
         keys: Sequence[IdKey | None],
-        methods: list[str | None],
+        methods: Sequence[str | None],
         sent_at: float,
         context: object = None,
         received: list[float | None] | None = None,
@@ -338,6 +338,52 @@ class Batch(_LateReplies):
     def calls(self) -> list[Call]:
         """One view per request, in send order (built on demand, off the hot path)."""
         return [Call(self, i) for i in range(len(self.keys))]
+
+    def answered_by(self, keys: Sequence[IdKey], now: float) -> bool:
+        """Pair a reply that answers every request at once, in request order (the ids of a
+        healthy reply, compared in C); False, changing nothing, for any other reply."""
+        if (
+            self.paired
+            or (self.rare is not None and (self.shared or self.duplicate_at is not None))
+            or self.keys != keys
+        ):
+            return False
+        n = len(keys)
+        self.received = [now] * n
+        self.paired = n
+        return True
+
+    def unanswered(self) -> list[tuple[int, IdKey]]:
+        """Count the requests no reply answered as missing; return their indexes and ids
+        (those that had a usable id)."""
+        found: list[tuple[int, IdKey]] = []
+        missing = 0
+        for index, (key, received) in enumerate(zip(self.keys, self.received, strict=True)):
+            if received is None:
+                missing += 1
+                if key is not None:
+                    found.append((index, key))
+        if missing:
+            self.missing += missing
+        return found
+
+    def answer(self, index: int, now: float, error: bool, code: int | None, invalid: bool) -> None:
+        """Record the reply that paired with request ``index``: when it came and, for an
+        error or malformed reply, its code and that it was invalid."""
+        received = self.received
+        if type(received) is not list:  # the shared (None,) of a single request
+            received = self.received = list(received)
+        received[index] = now
+        if error:
+            if code is not None:
+                if self.error_codes is None:
+                    self.error_codes = {}
+                self.error_codes[index] = code
+            if invalid:
+                if self.invalid_at is None:
+                    self.invalid_at = set()
+                self.invalid_at.add(index)
+        self.paired += 1
 
     def absorb(self, tally: Tally) -> None:
         """Attribute responses that paired with nothing to this (still open) batch."""

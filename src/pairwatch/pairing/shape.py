@@ -14,27 +14,36 @@ __all__ = ["judge"]
 
 
 def judge(payload: Payload, target: Batch | None, spec_reply: bool) -> Tally | None:
-    """A tally holding the reply's whole-payload breaches, or None when there is nothing to
-    count at all (an empty body where no reply was due).
+    """A tally holding the reply's whole-payload breaches; None when it has none (nearly
+    every reply) or there is nothing to count at all (an empty body where no reply was due).
 
     ``spec_reply``: the payload is the spec's answer to the ``[]`` that ``target`` is.
     """
-    tally = Tally()
+    tally: Tally | None = None
     if payload.unparseable is not None:
         if payload.unparseable != "empty":
+            tally = Tally()
             tally.add_invalid("unparseable")
         elif target is None or not target.expected_nothing:
             return None
-    elif payload.empty_batch and (target is None or not target.expected_nothing):
+    elif (
+        not payload.size and payload.empty_batch and (target is None or not target.expected_nothing)
+    ):
+        tally = Tally()
         tally.add_violation("empty_array_reply")
     if target is None:
         return tally
+    breach = None
     if payload.unparseable is None:
         if target.is_batch and not payload.is_batch and not target.expected_nothing:
-            tally.add_violation("single_reply_to_batch")
+            breach = "single_reply_to_batch"
         elif payload.is_batch and not target.is_batch:
-            tally.add_violation("batch_reply_to_single")
+            breach = "batch_reply_to_single"
+    if breach is not None:
+        tally = tally or Tally()
+        tally.add_violation(breach)
     if target.expected_nothing and (payload.size or payload.empty_batch) and not spec_reply:
+        tally = tally or Tally()
         tally.add_violation(
             "reply_to_empty_batch" if target.size == 0 else "reply_to_notifications"
         )

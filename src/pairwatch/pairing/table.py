@@ -82,11 +82,8 @@ class PendingTable:
         self.count += registered
 
     def all_in_order(self, keys: Sequence[IdKey], now: float) -> Batch | None:
-        """Pair a healthy reply in one step: every result, in request order, of one batch.
-
-        Checked with C-level comparisons; anything else (a reorder, a missing or extra
-        reply, an id shared with another batch) returns None and takes the loop.
-        """
+        """Pair a healthy reply in one step: every result, in request order, of one batch
+        (:meth:`Batch.answered_by`); None for anything else, which takes the loop."""
         ids = self.ids
         first = ids.get(keys[0])
         if type(first) is tuple:
@@ -95,11 +92,7 @@ class PendingTable:
             batch = first
         else:
             return None
-        if (
-            batch.paired
-            or (batch.rare is not None and (batch.shared or batch.duplicate_at is not None))
-            or batch.keys != keys
-        ):
+        if not batch.answered_by(keys, now):
             return None
         n = len(keys)
         if len(ids) == n:
@@ -108,8 +101,6 @@ class PendingTable:
             for key in keys:
                 del ids[key]
         self.count -= n
-        batch.received = [now] * n
-        batch.paired = n
         return batch
 
     def holder_retyped(self, key: IdKey) -> Batch | None:
@@ -122,16 +113,11 @@ class PendingTable:
         return None
 
     def release(self, batch: Batch) -> list[IdKey]:
-        """Count a closing batch's unanswered requests as missing; return their ids."""
+        """A closing batch's unanswered requests leave the table, counted as missing
+        (:meth:`Batch.unanswered`); return their ids."""
         ids = self.ids
         missing_keys: list[IdKey] = []
-        received = batch.received
-        for index, key in enumerate(batch.keys):
-            if received[index] is not None:
-                continue
-            batch.missing += 1
-            if key is None:
-                continue
+        for index, key in batch.unanswered():
             missing_keys.append(key)
             entry = ids.get(key)
             if entry is None:

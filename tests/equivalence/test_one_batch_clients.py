@@ -1,18 +1,12 @@
-"""A buffered exchange kept in one tuple until its reply pairs: the same numbers either way.
+"""Real clients over loopback, their exchange's one batch kept alone or queued: the same
+numbers either way.
 
-httpx (``Client`` and ``AsyncClient``) and requests open a buffered exchange whose request
-has the healthy shape the quick way (``integrations/_healthy.py``): no exchange record and
-no quick batch until something other than a reply that pairs whole happens, when the very
-exchange the general path would hold is built and the general path goes on.  aiohttp opens
-every such exchange that way, and its body stand-in (``TapOnNeed``) builds the exchange
-only when the body needs more than a whole read.
-
-Each scenario runs over a real loopback server twice: once as a user runs it, once with
-that quick way switched off (``_healthy.ENABLED``, the one thing in this file that is not
-what a user runs).  What the caller got, every exported point, every span and every closed
-batch handed to a hook must be identical, at a fake clock so that latencies are too.  Then
-exact numbers for the cases users meet most, and a check that a healthy exchange builds no
-exchange record at all.
+httpx (``Client`` and ``AsyncClient``), requests and aiohttp.  Each scenario runs over a real
+loopback server twice: once as a user runs it, once with the batch queued and indexed from
+the start (``ledger.ALONE`` off, the one thing in this file that is not what a user runs).
+What the caller got, every exported point, every span and every closed batch handed to a
+hook must be identical, at a fake clock so that latencies are too.  Then exact numbers for
+the cases users meet most, and a check that a healthy exchange builds no table of ids.
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.integrations import _healthy, _request
+from pairwatch.pairing import ledger
 
 
 def _requests(*ids: Any, batch: bool = True) -> bytes:
@@ -161,7 +155,7 @@ def _fields(batch: Any) -> dict[str, Any]:
 
 
 def _run(
-    url: str, client: str, name: str, option_set: str, quick: bool, monkeypatch: Any
+    url: str, client: str, name: str, option_set: str, alone: bool, monkeypatch: Any
 ) -> tuple[Any, Otel, list[dict[str, Any]]]:
     body, status, headers, chunks, cut, think = SCENARIOS[name]
     path = f"/healthy-send-{name}"
@@ -170,7 +164,7 @@ def _run(
     otel, clock = Otel(), FakeClock()
     if think:
         HOOKS[path] = lambda index: clock.advance(think) if index == 0 else None
-    monkeypatch.setattr(_healthy, "ENABLED", quick)
+    monkeypatch.setattr(ledger, "ALONE", alone)
     closed: list[dict[str, Any]] = []
     settings = OPTION_SETS[option_set]
     tracer_provider = otel.tracer_provider
@@ -193,22 +187,22 @@ def _run(
 @pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 @pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_the_quick_way_counts_what_the_general_path_counts(
+def test_a_batch_kept_alone_counts_what_a_queued_one_counts(
     scripted, monkeypatch, client, name, option_set
 ):
-    seen_general, general, closed_general = _run(
+    seen_queued, queued, closed_queued = _run(
         scripted, client, name, option_set, False, monkeypatch
     )
-    seen_quick, quick, closed_quick = _run(scripted, client, name, option_set, True, monkeypatch)
-    assert seen_quick == seen_general
-    assert quick.points() == general.points()
-    assert quick.span_shapes() == general.span_shapes()
-    assert closed_quick == closed_general
+    seen_alone, alone, closed_alone = _run(scripted, client, name, option_set, True, monkeypatch)
+    assert seen_alone == seen_queued
+    assert alone.points() == queued.points()
+    assert alone.span_shapes() == queued.span_shapes()
+    assert closed_alone == closed_queued
     if name not in ("notification", "not_jsonrpc", "accepted_202"):  # 202: the reply is to come
-        assert general.value("batch.closed") == 1  # each run tracked its exchange
+        assert queued.value("batch.closed") == 1  # each run tracked its exchange
 
 
-# name -> exact counters (zeros left out) of the quick way, spans off, for every client
+# name -> exact counters (zeros left out), spans off, for every client
 EXACT: dict[str, dict[str, int]] = {
     "healthy_batch": {"batch.requests": 3, "batch.closed": 1},
     "gzip": {"batch.requests": 3, "batch.closed": 1},
@@ -233,7 +227,7 @@ EXACT: dict[str, dict[str, int]] = {
 
 @pytest.mark.parametrize("name", sorted(EXACT))
 @pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_exact_numbers_the_quick_way(scripted, monkeypatch, client, name):
+def test_exact_numbers(scripted, monkeypatch, client, name):
     seen, otel, _ = _run(scripted, client, name, "spans_off", True, monkeypatch)
     assert otel.counters() == EXACT[name]
     if name == "slower_than_the_timeout":  # a client still waiting is not a missing reply
@@ -245,21 +239,20 @@ def test_exact_numbers_the_quick_way(scripted, monkeypatch, client, name):
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_a_healthy_exchange_builds_no_exchange_record(scripted, monkeypatch, client):
-    # A reply's Content-Type is taken as the usual one once it has been seen (the first body
-    # of a new type is judged by a tap): one exchange first, as any process has.
-    _run(scripted, client, "healthy_batch", "spans_off", True, monkeypatch)
+def test_a_healthy_exchange_builds_no_table(scripted, monkeypatch, client):
+    """Every client's healthy exchange pairs its reply in one step, with no table of ids
+    (which costs what benchmarks/run.py shows); a reordered reply needs one."""
     built: list[object] = []
-    original = _request.Exchange.__init__
 
-    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
-        built.append(self)
-        original(self, *args, **kwargs)
+    class Spy(ledger.PendingTable):
+        def __init__(self) -> None:
+            built.append(self)
+            super().__init__()
 
-    monkeypatch.setattr(_request.Exchange, "__init__", counting)
+    monkeypatch.setattr(ledger, "PendingTable", Spy)
     seen, otel, _ = _run(scripted, client, "healthy_batch", "spans_off", True, monkeypatch)
     assert seen == (200, REPLY)
     assert built == []
     assert otel.counters() == {"batch.requests": 3, "batch.closed": 1}
-    seen, otel, _ = _run(scripted, client, "reordered", "spans_off", True, monkeypatch)
-    assert len(built) == 1  # something other than a whole pairing reply: the general path
+    _run(scripted, client, "reordered", "spans_off", True, monkeypatch)
+    assert len(built) == 1

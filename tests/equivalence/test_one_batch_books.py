@@ -1,15 +1,14 @@
-"""An HTTP exchange keeps quick books (no ledger) while it is healthy: it must count exactly
-what the ledger counts, in every case, healthy or not.
+"""A channel keeps its one healthy open batch alone; with several, a deadline queue and a
+table of pending ids.  Both ways must count the same, in every case, healthy or not.
 
-Each scenario drives the same calls, at the same fake-clock times, through two exchanges:
-one opened as the HTTP integrations open theirs (``quick=True``), one with a ledger from
-the start.  What a user reads must be identical: every closed batch handed to
+Each scenario drives the same calls, at the same fake-clock times, through two channels:
+one as every channel runs, one with the batch kept alone switched off (``ledger.ALONE``,
+the one thing in this file that is not what a user runs), so that it is queued and indexed
+from the start.  What a user reads must be identical: every closed batch handed to
 ``on_batch_closed``, every exported counter and histogram point, every span.  The scenarios
 cover the healthy path and each way out of it (a reorder, a drop, an error, an unknown id,
 an extra reply after the whole batch paired, a reply past the deadline, a postponed
 deadline, a withdraw, a sweep, a second batch, repeated ids, a batch over the caps).
-Separately: the healthy path gives exact numbers of its own, and a budget it cannot fit
-falls back to eviction as before.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from otel_support import FakeClock, Otel
 import pairwatch
 from pairwatch.channel import Channel
 from pairwatch.options import Options
-from pairwatch.pairing import wire
+from pairwatch.pairing import ledger, wire
 from pairwatch.pairing.limits import process_budget
 
 
@@ -102,7 +101,8 @@ SCENARIOS: dict[str, list[Step]] = {
 }  # fmt: skip
 
 
-def _run(steps: list[Step], quick: bool) -> tuple[list[dict[str, Any]], Otel]:
+def _run(steps: list[Step], alone: bool) -> tuple[list[dict[str, Any]], Otel]:
+    ledger.ALONE = alone
     otel, clock = Otel(), FakeClock()
     closed: list[dict[str, Any]] = []
     options = Options(
@@ -113,9 +113,8 @@ def _run(steps: list[Step], quick: bool) -> tuple[list[dict[str, Any]], Otel]:
         on_batch_closed=lambda b: closed.append(_fields(b)),
     )
     channel = Channel(
-        transport="http", integration="httpx", server_address="h", bound=True,
-        options=options, quick=quick,
-    )  # fmt: skip
+        transport="http", integration="httpx", server_address="h", bound=True, options=options
+    )
     for step in steps:
         op, *args = step
         if op == "sent":
@@ -133,6 +132,7 @@ def _run(steps: list[Step], quick: bool) -> tuple[list[dict[str, Any]], Otel]:
         elif op == "expire":
             channel.expire()
     pairwatch.flush()
+    ledger.ALONE = True
     return closed, otel
 
 
@@ -150,18 +150,18 @@ def _fields(batch: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_quick_books_count_what_the_ledger_counts(scenario: str) -> None:
+def test_a_batch_kept_alone_counts_what_a_queued_one_counts(scenario: str) -> None:
     held = process_budget().used  # what other tests' open channels still hold
-    quick_batches, quick_otel = _run(SCENARIOS[scenario], quick=True)
-    ledger_batches, ledger_otel = _run(SCENARIOS[scenario], quick=False)
-    assert quick_batches == ledger_batches
-    assert quick_otel.points() == ledger_otel.points()
-    assert quick_otel.span_shapes() == ledger_otel.span_shapes()
-    assert process_budget().used == held  # every id given back, whichever books held it
+    alone_batches, alone_otel = _run(SCENARIOS[scenario], alone=True)
+    queued_batches, queued_otel = _run(SCENARIOS[scenario], alone=False)
+    assert alone_batches == queued_batches
+    assert alone_otel.points() == queued_otel.points()
+    assert alone_otel.span_shapes() == queued_otel.span_shapes()
+    assert process_budget().used == held  # every id given back, whichever way it was kept
 
 
 def test_healthy_exchange_exact_numbers() -> None:
-    closed, otel = _run(SCENARIOS["healthy_batch"], quick=True)
+    closed, otel = _run(SCENARIOS["healthy_batch"], alone=True)
     assert [(b["close_reason"], b["diagnosis"], b["paired"], b["missing"]) for b in closed] == [
         ("body_end", "ok", 3, 0)
     ]
@@ -176,33 +176,31 @@ def test_healthy_exchange_exact_numbers() -> None:
     assert len([s for s in otel.spans() if s.parent is not None]) == 3
 
 
-def test_a_budget_that_cannot_fit_evicts_as_the_ledger_does() -> None:
+def test_a_budget_that_cannot_fit_evicts_either_way() -> None:
     budget = process_budget()
     held = budget.take(budget.limit - budget.used - 1)  # one id of room left in the process
     try:
-        quick_batches, _ = _run(SCENARIOS["healthy_batch"], quick=True)
-        ledger_batches, _ = _run(SCENARIOS["healthy_batch"], quick=False)
+        alone_batches, _ = _run(SCENARIOS["healthy_batch"], alone=True)
+        queued_batches, _ = _run(SCENARIOS["healthy_batch"], alone=False)
     finally:
         budget.release(held)
-    assert quick_batches == ledger_batches
-    assert [(b["evicted_from"], b["missing"], b["unknown"]) for b in quick_batches] == [(1, 2, 2)]
+    assert alone_batches == queued_batches
+    assert [(b["evicted_from"], b["missing"], b["unknown"]) for b in alone_batches] == [(1, 2, 2)]
 
 
-def test_a_healthy_exchange_builds_no_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The point of the quick books (their cost is in benchmarks/run.py): a spy counts the
-    ledgers built, which only the scenarios that leave the healthy path need."""
-    import pairwatch.channel as channel_module
-
+def test_a_healthy_exchange_builds_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of keeping one batch alone (its cost is in benchmarks/run.py): a spy
+    counts the tables of pending ids built, which only scenarios off the healthy path need."""
     built: list[object] = []
 
-    class Spy(channel_module.Ledger):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+    class Spy(ledger.PendingTable):
+        def __init__(self) -> None:
             built.append(self)
-            super().__init__(*args, **kwargs)
+            super().__init__()
 
-    monkeypatch.setattr(channel_module, "Ledger", Spy)
+    monkeypatch.setattr(ledger, "PendingTable", Spy)
     for name in ("healthy_batch", "healthy_single", "healthy_string_ids", "postponed_in_time"):
-        _run(SCENARIOS[name], quick=True)
+        _run(SCENARIOS[name], alone=True)
     assert built == []
-    _run(SCENARIOS["reordered"], quick=True)
+    _run(SCENARIOS["reordered"], alone=True)
     assert len(built) == 1

@@ -1,13 +1,10 @@
-"""An HTTP exchange builds its channel only when something needs it: the same numbers.
+"""An HTTP exchange's books, its one batch kept alone or queued: the same numbers.
 
-The HTTP integrations open each exchange with ``open_exchange``, which keeps the quick batch
-and builds the bound channel only when anything but a reply that pairs whole happens (a
-send that fails, a reply the quick batch declines, a redirect, a 202, an event stream).
-Each scenario drives the same calls, at the same fake-clock times, through that exchange and
-through one whose channel is built at once, as every exchange was opened before: every closed
-batch handed to ``on_batch_closed``, every exported point and every span must be identical.
-Three option sets: spans off without a hook (the sink queues the metrics from the quick
-record), spans on, and a hook (which takes the ``Batch`` path).
+Each scenario drives the same calls on an :class:`Exchange` (a whole body, a tap cut short,
+a close), at the same fake-clock times, once as every exchange runs and once with the batch
+queued and indexed from the start (``ledger.ALONE`` off): every closed batch handed to
+``on_batch_closed``, every exported point and every span must be identical.  Three option
+sets: spans off without a hook, spans on, and a hook.
 """
 
 from __future__ import annotations
@@ -19,10 +16,9 @@ import pytest
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.exchange_channel import ExchangeChannel
-from pairwatch.integrations._request import Exchange, open_exchange
+from pairwatch.integrations._request import Exchange
 from pairwatch.options import Options
-from pairwatch.pairing import wire
+from pairwatch.pairing import ledger, wire
 from pairwatch.pairing.limits import process_budget
 
 
@@ -72,7 +68,8 @@ OPTION_SETS = {
 }
 
 
-def _run(name: str, option_set: str, on_need: bool) -> tuple[list[dict[str, Any]], Otel]:
+def _run(name: str, option_set: str, alone: bool) -> tuple[list[dict[str, Any]], Otel]:
+    ledger.ALONE = alone
     body, read_timeout, steps = SCENARIOS[name]
     otel, clock = Otel(), FakeClock()
     closed: list[dict[str, Any]] = []
@@ -86,12 +83,7 @@ def _run(name: str, option_set: str, on_need: bool) -> tuple[list[dict[str, Any]
         on_batch_closed=(lambda b: closed.append(_fields(b))) if settings["hook"] else None,
     )
     payload = wire.parse(body, wire.Kind.REQUEST)
-    if on_need:
-        exchange = open_exchange(payload, options, "httpx", "h", body, read_timeout)
-    else:
-        channel = ExchangeChannel.exchange(options, "httpx", "h")  # built at once, as before
-        channel.sent_parsed(payload, body, read_timeout)
-        exchange = Exchange(channel, payload, read_timeout, body)
+    exchange = Exchange.open(payload, options, "httpx", "h", body, read_timeout)
     for step in steps:
         op, *args = step
         if op == "tick":
@@ -104,6 +96,7 @@ def _run(name: str, option_set: str, on_need: bool) -> tuple[list[dict[str, Any]
         elif op == "tap_dropped":
             exchange.tap(args[0], None).dropped()
     pairwatch.flush()
+    ledger.ALONE = True
     return closed, otel
 
 
@@ -117,14 +110,14 @@ def _fields(batch: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_a_channel_built_on_need_counts_what_one_built_at_once_counts(name, option_set):
+def test_an_exchange_counts_alike_whichever_way_its_batch_is_kept(name, option_set):
     held = process_budget().used  # what other tests' open channels still hold
-    lazy_batches, lazy = _run(name, option_set, on_need=True)
-    eager_batches, eager = _run(name, option_set, on_need=False)
-    assert lazy_batches == eager_batches
-    assert lazy.points() == eager.points()
-    assert lazy.span_shapes() == eager.span_shapes()
-    assert process_budget().used == held  # every id given back on both paths
+    alone_batches, alone = _run(name, option_set, alone=True)
+    queued_batches, queued = _run(name, option_set, alone=False)
+    assert alone_batches == queued_batches
+    assert alone.points() == queued.points()
+    assert alone.span_shapes() == queued.span_shapes()
+    assert process_budget().used == held  # every id given back either way
 
 
 @pytest.mark.parametrize(
@@ -138,32 +131,9 @@ def test_a_channel_built_on_need_counts_what_one_built_at_once_counts(name, opti
         ("answered_elsewhere", 0, 0, None),
     ],
 )
-def test_exact_numbers_on_need(name, closed, missing, diagnosis):
-    _, otel = _run(name, "spans_off", on_need=True)
+def test_exact_numbers(name, closed, missing, diagnosis):
+    _, otel = _run(name, "spans_off", alone=True)
     assert otel.value("batch.closed") == closed
     assert otel.value("batch.missing_response") == missing
     if diagnosis is not None:
         assert otel.value("batch.closed", pairwatch__diagnosis=diagnosis) == 1
-
-
-def test_a_healthy_exchange_builds_no_channel(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The point of building on need (its cost is in benchmarks/run.py): a spy counts the
-    channels built, which only the exchanges that leave the healthy path need."""
-    from pairwatch import exchange_channel
-
-    built: list[object] = []
-    holding = exchange_channel.ExchangeChannel.holding.__func__  # type: ignore[attr-defined]
-
-    def spy(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        channel = holding(cls, *args, **kwargs)
-        built.append(channel)
-        return channel
-
-    monkeypatch.setattr(exchange_channel.ExchangeChannel, "holding", classmethod(spy))
-    for name in ("healthy_batch", "healthy_single", "read_timeout_forever"):
-        _run(name, "spans_off", on_need=True)
-        _run(name, "spans_on", on_need=True)
-    assert built == []
-    _run("reordered", "spans_off", on_need=True)
-    _run("send_failed", "spans_off", on_need=True)
-    assert len(built) == 2
