@@ -33,23 +33,15 @@ import wrapt
 from pairwatch import switch
 from pairwatch.channel import Options
 from pairwatch.integrations._exchange import ACTIVE
-from pairwatch.integrations._patch import _SUPPRESS_KEY
 from pairwatch.integrations._request import REDIRECTS
 from pairwatch.integrations._stream import usual
 from pairwatch.integrations.httpx_client import _wanted_headers
-from pairwatch.otel.current import get_current
+from pairwatch.otel.sdk.context import get_current, suppressed
 from pairwatch.pairing import _fast
 from pairwatch.pairing.closing import settle
 from pairwatch.pairing.limits import process_budget
 from pairwatch.pairing.records import Batch
 from pairwatch.prepared import exchange_parts
-
-try:  # the contrib package's plain-string key too, checked as pairwatch checks it
-    from opentelemetry.instrumentation.utils import (
-        _SUPPRESS_INSTRUMENTATION_KEY_PLAIN as _PLAIN_KEY,
-    )
-except ImportError:  # without the instrumentation extra
-    _PLAIN_KEY = "suppress_instrumentation"
 
 
 class Guarded:
@@ -88,7 +80,7 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
             return wrapped(*args, **kwargs)
         original = types.MethodType(found, instance)
         current = get_current()
-        if (current and (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))) or ACTIVE.get():
+        if (current and suppressed(current)) or ACTIVE.get():
             counts.declined += 1
             return original(*args, **kwargs)
         try:

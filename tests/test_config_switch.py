@@ -57,8 +57,9 @@ def test_disabled_wrappers_pass_straight_through_and_count_nothing(otel):
     pairwatch.disable()
     assert not pairwatch.is_enabled()
     calls = pairwatch_calls(lambda: client.send(dumps([req(3), req(4)])))
-    # The wrapper finds the client's own method and asks the switch; nothing else runs.
-    assert calls == ["on_instance"]
+    # The wrapper finds the client's own method and asks the pass-through check, which
+    # reads the switch first; nothing of the channel or the books runs.
+    assert calls == ["on_instance", "_through_class", "passes_through"]
     assert client.receive() == dumps([{"jsonrpc": "2.0", "id": 3, "result": None}])
     for i in range(5, 9):
         client.send(dumps([req(i), req(i + 100)]))

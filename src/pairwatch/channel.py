@@ -16,9 +16,9 @@ from opentelemetry import context as otel_context
 from pairwatch import guard, sweeper, switch
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
-from pairwatch.otel.current import get_current
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
+from pairwatch.otel.sdk.context import get_current
 from pairwatch.otel.span_policy import SpanAttributes
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import wire

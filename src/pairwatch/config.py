@@ -25,6 +25,7 @@ variable                               meaning
 ``PAIRWATCH_CAPTURE_PAYLOADS``         boolean
 ``PAIRWATCH_MAX_PAYLOAD_BYTES``        integer >= 0
 ``PAIRWATCH_ENABLED``                  boolean; ``false`` starts with the switch off
+``PAIRWATCH_SDK_SHORTCUTS``            boolean; ``false``: the public OpenTelemetry API only
 ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``  contains ``pairwatch`` (or ``*``): install nothing
 ``OTEL_SDK_DISABLED``                  ``true``: start with the switch off (nothing can export)
 =====================================  ==========================================
@@ -40,7 +41,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["ENV_FIELDS", "from_env", "instrumentation_disabled", "starts_disabled"]
+__all__ = [
+    "ENV_FIELDS", "from_env", "instrumentation_disabled", "sdk_shortcuts", "starts_disabled",
+]  # fmt: skip
 
 _log = logging.getLogger("pairwatch")
 
@@ -148,3 +151,10 @@ def starts_disabled(environ: Mapping[str, str] | None = None) -> bool:
     if enabled is not None:
         return not enabled
     return bool(_flag("OTEL_SDK_DISABLED", env))
+
+
+def sdk_shortcuts(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether pairwatch may take its shortcuts through the OpenTelemetry SDK's internals
+    (:mod:`pairwatch.otel.sdk`): unless ``PAIRWATCH_SDK_SHORTCUTS`` says false."""
+    env = os.environ if environ is None else environ
+    return _flag("PAIRWATCH_SDK_SHORTCUTS", env) is not False

@@ -14,11 +14,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integrations"))
 
-from http_drivers import serve_scripted
-
 
 @pytest.fixture(scope="session")
 def scripted() -> Iterator[str]:
-    """The scripted stdlib server of ``http_drivers`` (exact bytes per path)."""
+    """The scripted stdlib server of ``http_drivers`` (exact bytes per path); imported here,
+    so the SDK range job runs the SDK files without the HTTP clients installed."""
+    from http_drivers import serve_scripted
+
     with serve_scripted() as url:
         yield url

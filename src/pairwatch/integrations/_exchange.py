@@ -36,7 +36,7 @@ from pairwatch.integrations._request import (
     inject_context,
     request_payload,
 )
-from pairwatch.otel.current import get_current
+from pairwatch.otel.sdk.context import get_current
 from pairwatch.pairing import wire
 
 __all__ = [

@@ -33,38 +33,16 @@ from collections.abc import Callable
 from typing import Any
 
 import wrapt
-from opentelemetry import context as otel_context
 
 from pairwatch import guard, switch
 from pairwatch.integrations import MISSING, Handle, hold
-from pairwatch.otel.current import get_current
+from pairwatch.otel.sdk.context import get_current, suppressed
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
-try:  # the contrib package's plain-string key too, where it defines one (checked alike)
-    from opentelemetry.instrumentation.utils import (
-        _SUPPRESS_INSTRUMENTATION_KEY_PLAIN as _PLAIN_KEY,
-    )
-except ImportError:  # pragma: no cover - without the instrumentation extra
-    _PLAIN_KEY = "suppress_instrumentation"
 
-_SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
-
-
-def instrumentation_enabled() -> bool:
-    """OpenTelemetry's ``is_instrumentation_enabled`` (contrib), with the current context
-    read once instead of once per key: this runs on every wrapped call."""
-    current = get_current()
-    # An empty context (the usual one: nothing suppressed, no span) answers without lookups.
-    return not current or not (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY))
-
-
-def _is_mock(original: object) -> bool:
-    """A Mock, or a function ``create_autospec`` made (it carries its mock as ``.mock``);
-    ``unittest.mock`` is consulted only when someone imported it."""
-    module = sys.modules.get("unittest.mock")
-    if module is None:
-        return False
+def _is_mock(original: object, module: Any) -> bool:
+    """A Mock, or a function ``create_autospec`` made (it carries its mock as ``.mock``)."""
     mock_type = module.NonCallableMock
     func = getattr(original, "__func__", original)
     return isinstance(original, mock_type) or isinstance(
@@ -73,9 +51,17 @@ def _is_mock(original: object) -> bool:
 
 
 def passes_through(original: object) -> bool:
-    """Whether a call must reach ``original`` untouched (``pairwatch.disable()``,
-    suppressed, or a mock); the off switch is read first, so disabled costs one flag check."""
-    return not switch.on or not instrumentation_enabled() or _is_mock(original)
+    """Whether a call must reach ``original`` untouched: ``pairwatch.disable()``, inside
+    OpenTelemetry's ``suppress_instrumentation``, or a mock (``unittest.mock`` is consulted
+    only once someone imported it).  The off switch is read first: disabled costs one flag
+    check; an empty context (the usual one) needs no look-up."""
+    if not switch.on:
+        return True
+    current = get_current()
+    if current and suppressed(current):
+        return True
+    module = sys.modules.get("unittest.mock")
+    return module is not None and _is_mock(original, module)
 
 
 def _through_class(obj: object, name: str) -> Any:
@@ -135,25 +121,6 @@ def _finder(
         obj = held()
         original: Any = own
         if original is MISSING and obj is not None:
-            found = type(obj).__dict__.get(name, MISSING)
-            if type(found) is types.FunctionType and state.active:
-                # The usual case (a plain method of the client's class) with _through_class
-                # and passes_through written out: this runs on every call the client makes,
-                # and the three calls cost more than the checks they make.
-                original = types.MethodType(found, obj)
-                if always:
-                    return wrapper(original, obj, args, kwargs)
-                if not switch.on:
-                    return original(*args, **kwargs)
-                current = get_current()
-                if current and (current.get(_SUPPRESS_KEY) or current.get(_PLAIN_KEY)):
-                    return original(*args, **kwargs)
-                mock = sys.modules.get("unittest.mock")  # an autospec function carries .mock
-                if mock is not None and isinstance(
-                    getattr(found, "mock", None), mock.NonCallableMock
-                ):
-                    return original(*args, **kwargs)
-                return wrapper(original, obj, args, kwargs)
             original = _through_class(obj, name)
         if original is MISSING:
             original = installed

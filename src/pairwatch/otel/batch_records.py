@@ -18,7 +18,7 @@ from opentelemetry.context import Context
 from pairwatch.otel import zeros
 from pairwatch.otel.labels import Labels, Limiter
 from pairwatch.otel.names import CLOSE_REASON, DIAGNOSIS, REASON, RPC_METHOD
-from pairwatch.otel.sdk_fast import HistogramWriter, runs_of
+from pairwatch.otel.sdk.histograms import HistogramWriter, runs_of
 from pairwatch.otel.sums import Adding, Healthy, Observing, Sums
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import Batch, Tally

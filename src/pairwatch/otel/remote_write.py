@@ -42,6 +42,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 
 from pairwatch.otel.exposition import translate
+from pairwatch.otel.sdk.exporters import preferences
 
 __all__ = ["PrometheusShaped", "exporter", "shaped"]
 
@@ -80,10 +81,8 @@ class PrometheusShaped(MetricExporter):
 
     def __init__(self, inner: MetricExporter) -> None:
         # Cumulative, as a Prometheus series must be: the inner exporter asks for it.
-        super().__init__(
-            preferred_temporality=getattr(inner, "_preferred_temporality", None),
-            preferred_aggregation=getattr(inner, "_preferred_aggregation", None),
-        )
+        temporality, aggregation = preferences(inner)
+        super().__init__(preferred_temporality=temporality, preferred_aggregation=aggregation)
         self.inner = inner
 
     def export(

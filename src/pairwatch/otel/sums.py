@@ -21,7 +21,7 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.context import Context
 
-from pairwatch.otel.sdk_fast import HistogramWriter, Run, runs_of
+from pairwatch.otel.sdk.histograms import HistogramWriter, Run, runs_of
 
 __all__ = ["Adding", "Healthy", "Observing", "Sums"]
 

@@ -54,7 +54,7 @@ from pairwatch.otel.names import (
     SCOPE,
     SERVER_ADDRESS_CAP,
 )
-from pairwatch.otel.sdk_fast import HistogramWriter
+from pairwatch.otel.sdk.histograms import HistogramWriter
 from pairwatch.otel.span_policy import DEFAULT_POLICY, SpanAttributes, SpanPolicy
 from pairwatch.otel.spans import SpanWriter
 from pairwatch.otel.sums import Sums

@@ -16,7 +16,7 @@ from opentelemetry.trace import SpanKind
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.otel import span_fast
+from pairwatch.otel.sdk import spans as sdk_spans
 
 
 def run_batch(otel: Otel, n: int = 5) -> list[ReadableSpan]:
@@ -50,7 +50,7 @@ class _Starts(SpanProcessor):
 
 def test_span_ids_are_the_draws_the_default_generator_would_make() -> None:
     tracer = TracerProvider().get_tracer("t")
-    factory = span_fast.ChildFactory(tracer)
+    factory = sdk_spans.ChildFactory(tracer)
     parent = tracer.start_span("root").get_span_context()
     random.seed(16)
     made = [c.span_id for c in factory._contexts(parent, 5)]
@@ -62,7 +62,7 @@ def test_span_ids_are_the_draws_the_default_generator_would_make() -> None:
 
 def test_a_zero_draw_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
     tracer = TracerProvider().get_tracer("t")
-    factory = span_fast.ChildFactory(tracer)
+    factory = sdk_spans.ChildFactory(tracer)
     parent = tracer.start_span("root").get_span_context()
     real = random.getrandbits
     monkeypatch.setattr(random, "getrandbits", lambda k: 0 if k == 64 * 3 else real(k))
@@ -103,7 +103,7 @@ def test_attribute_limits_as_start_span_applies_them() -> None:
             otel.tracer_provider = TracerProvider(span_limits=limits)
             otel.tracer_provider.add_span_processor(SimpleSpanProcessor(otel.exporter))
         slow.tracer_provider.add_span_processor(_Starts())
-        assert span_fast.usable(fast.tracer_provider.get_tracer("t"))
+        assert sdk_spans.usable(fast.tracer_provider.get_tracer("t"))
         got = shapes(fast)
         assert got == shapes(slow)
         assert len(got) == 5
@@ -129,7 +129,7 @@ def _sdk_version() -> tuple[int, ...]:
     return tuple(int(part) for part in __version__.split(".")[:2])
 
 
-def _held_queue(max_queue_size: int) -> tuple[TracerProvider, Any, span_fast.ChildFactory]:
+def _held_queue(max_queue_size: int) -> tuple[TracerProvider, Any, sdk_spans.ChildFactory]:
     provider = TracerProvider()
     processor = BatchSpanProcessor(
         InMemorySpanExporter(),
@@ -145,10 +145,10 @@ def _held_queue(max_queue_size: int) -> tuple[TracerProvider, Any, span_fast.Chi
         # path, which must be seen, not skipped.
         assert _sdk_version() < (1, 34), "BatchSpanProcessor has no _batch_processor"
         pytest.skip("this SDK's BatchSpanProcessor keeps its own queue (before 1.34)")
-    return provider, queue, span_fast.ChildFactory(provider.get_tracer("t"))
+    return provider, queue, sdk_spans.ChildFactory(provider.get_tracer("t"))
 
 
-def _end_all(factory: span_fast.ChildFactory, parent: Any, prefix: str, n: int) -> None:
+def _end_all(factory: sdk_spans.ChildFactory, parent: Any, prefix: str, n: int) -> None:
     names = [f"{prefix}{i}" for i in range(n)]
     factory.end_all(parent, SpanKind.CLIENT, names, [{"i": i} for i in range(n)], 1, [2] * n)
 

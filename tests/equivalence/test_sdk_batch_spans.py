@@ -1,4 +1,4 @@
-"""The batch span built finished (``otel/root_fast.py``) is the span ``start_span`` makes.
+"""The batch span built finished (``otel/sdk/spans.py``) is the span ``start_span`` makes.
 
 Each case runs the same batch twice: once on the finished-span path, once with a processor
 that reads spans as they start, which sends every span through the SDK's ``start_span``.
@@ -33,7 +33,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, StatusCode, Trace
 from otel_support import FakeClock
 
 import pairwatch
-from pairwatch.otel import root_fast, span_fast
+from pairwatch.otel.sdk import spans as sdk_spans
 
 PARENT = SpanContext(
     0x0AF7651916CD43DD8448EB211C80319C,
@@ -100,7 +100,7 @@ def _run(
     provider.add_span_processor(ends)
     if slow:
         provider.add_span_processor(_Starts())
-    assert span_fast.usable(provider.get_tracer("t")) is not slow
+    assert sdk_spans.usable(provider.get_tracer("t")) is not slow
     reader = InMemoryMetricReader()
     clock = FakeClock()
     channel = pairwatch.open_channel(
@@ -158,8 +158,11 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
-def test_the_probe_finds_this_sdk_builds_what_the_module_builds() -> None:
-    assert root_fast.available()
+def test_the_check_finds_this_sdk_builds_what_the_module_builds() -> None:
+    from pairwatch.otel import sdk
+
+    assert sdk_spans.check("batch_spans") is None
+    assert sdk.status()["batch_spans"] == (True, "on")
 
 
 @pytest.mark.parametrize("parent", [None, PARENT], ids=["root", "under-a-remote-parent"])

@@ -9,8 +9,8 @@ from opentelemetry.sdk.metrics import Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
 from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
 
-from pairwatch.otel import sdk_fast
 from pairwatch.otel.names import LATENCY_BUCKETS
+from pairwatch.otel.sdk import histograms as sdk_histograms
 
 ATTRS = {"rpc.method": "eth_call", "jsonrpc.batch": "true"}
 
@@ -54,7 +54,7 @@ def test_grouped_equals_one_record_per_value(temporality):
         .create_histogram("lat", unit="s", explicit_bucket_boundaries_advisory=LATENCY_BUCKETS)
         for r in readers
     ]
-    writer = sdk_fast.HistogramWriter(hs[1])
+    writer = sdk_histograms.HistogramWriter(hs[1])
     assert writer.enabled, "the fast path should apply to the installed SDK"
     for round_ in range(3):
         for attrs in (ATTRS, {**ATTRS, "rpc.method": "_OTHER"}):
@@ -77,7 +77,7 @@ def test_one_latency_for_a_whole_body_equals_one_record_per_id(value):
         .create_histogram("lat", unit="s", explicit_bucket_boundaries_advisory=LATENCY_BUCKETS)
         for r in readers
     ]
-    writer = sdk_fast.HistogramWriter(hs[1])
+    writer = sdk_histograms.HistogramWriter(hs[1])
     for k in (1, 7, 100):
         for _ in range(k):
             hs[0].record(value, ATTRS)
@@ -100,7 +100,7 @@ def test_views_and_exemplars_fall_back_to_the_sdk():
         MeterProvider(metric_readers=[r], views=views).get_meter("t").create_histogram("lat")
         for r in readers
     ]
-    writer = sdk_fast.HistogramWriter(hs[1])
+    writer = sdk_histograms.HistogramWriter(hs[1])
     values = _values(50, 7)
     for v in values:
         hs[0].record(v, ATTRS)
@@ -114,5 +114,5 @@ def test_non_finite_and_negative_values_go_through_the_sdk():
     values = [0.5, -1.0, float("inf"), 0.25]
     for v in values:
         hs[0].record(v, ATTRS)
-    sdk_fast.HistogramWriter(hs[1]).record_many(values, ATTRS)
+    sdk_histograms.HistogramWriter(hs[1]).record_many(values, ATTRS)
     assert _points(readers[0]) == _points(readers[1])

@@ -1,17 +1,12 @@
 """The SDK's own samplers' drop decisions, made without asking them.
 
-Why: a batch whose span the sampler drops needs nothing of tracing, and under a ratio
-sampler that is 99 batches in 100.  Asking costs about two microseconds per batch: the
-delegate chosen through two parent lookups, a ``SamplingResult`` with its attribute
-mapping and trace state, all to learn one comparison of the trace id with a bound.  For the
-samplers the SDK ships (``TraceIdRatioBased``, ``ParentBased`` and its subclasses, the
-always-on and always-off ones, nested as the SDK nests them), that comparison is made here.
-
-Only drops are decided here: a batch this module does not drop goes to the sampler as
-before, which then gives the decision, attributes and trace state ``start_span`` would get.
-A sampler of another type, or an SDK whose samplers look different, is always asked.  Each
-rule is checked once against the sampler it stands for (parents of every kind, trace ids on
-both sides of the bound) and dropped if one answer differs.
+A batch whose span the sampler drops needs nothing of tracing, and under a ratio sampler
+that is 99 batches in 100; asking builds a ``SamplingResult`` to learn one comparison of the
+trace id with a bound.  For the samplers the SDK ships (``TraceIdRatioBased``,
+``ParentBased`` and its subclasses, the always-on and always-off ones) that comparison is
+made here.  Only drops are decided: anything this does not drop goes to the sampler as
+before.  Each rule is checked against the very sampler it stands for (parents of every kind,
+trace ids on both sides of the bound) before it is used; any other sampler is always asked.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from collections.abc import Callable
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-__all__ = ["Drops", "drops_for"]
+__all__ = ["Drops", "check", "drops_for"]
 
 Drops = Callable[[SpanContext | None, int], bool]
 """``(valid parent span context or None, trace id)``: True only when the sampler drops."""
@@ -124,10 +119,23 @@ def _agrees(sampler: object, rule: Drops) -> bool:
     return True
 
 
+def check(name: str = "sampler_drops") -> str | None:
+    """None when the rules agree with the SDK's own ratio and parent-based samplers."""
+    if not _AVAILABLE:
+        return "the SDK's samplers are not where expected"
+    for sampler in (ParentBased(TraceIdRatioBased(0.01)), TraceIdRatioBased(0.5)):
+        rule = _rule(sampler)
+        if rule is None or not _agrees(sampler, rule):
+            return f"the drops of {type(sampler).__name__} differ"
+    return None
+
+
 def drops_for(sampler: object) -> Drops | None:
     """A drop test for ``sampler`` when it is one the SDK ships and the test agrees with it
     (checked now, once); None when the sampler must be asked for every batch."""
-    if not _AVAILABLE:
+    from pairwatch.otel import sdk
+
+    if not _AVAILABLE or not sdk.on("sampler_drops"):
         return None
     try:
         rule = _rule(sampler)

@@ -1,28 +1,14 @@
-"""Record many observations of one histogram attribute set with one SDK lookup, not n calls.
+"""Record runs of equal values into one histogram attribute set with one look-up.
 
-Why: the OpenTelemetry Python SDK has no way to record a value more than once per call, and
-each ``Histogram.record`` costs about 9 µs (a ``Measurement`` object, attribute cleaning and
-hashing, three dispatch layers, a lock) while the arithmetic it exists for (one bucket
-increment, one addition, a min and a max) costs well under a microsecond.  A 100-request
-batch paired from one body has 100 latencies and usually one attribute set, so
-``batch.pair_latency`` alone would cost more CPU than the loopback round trip.
-
-What this does: for the SDK's default explicit-bucket histogram aggregation, it finds the
-aggregation of the attribute set once (exactly as the SDK does: its view's attribute filter,
-its hashed key, its cardinality limit) and applies the observations under the aggregation's
-own lock with the SDK's own arithmetic, one value at a time, in order, so sums, counts,
-buckets, min and max are bit-for-bit what n ``record`` calls give.  Exemplars too: values
-are recorded in the context of their batch's span, and when the exemplar filter samples
-(the SDK's default trace-based filter does for a sampled span) each run is offered once to
-the histogram's bucket-aligned reservoir, which keeps the last offer per bucket: the same
-exemplars n offers leave.  Everything else (another aggregation or reservoir chosen by a
-view, a custom exemplar filter, a disabled meter, a non-finite or negative value, an SDK
-whose internals look different) takes the plain path: one ``record`` per value.
-``tests/test_sdk_fast.py`` pins the equality against the installed SDK, and any unexpected
-error switches the fast path off for good.
-
-This reads SDK internals (``opentelemetry.sdk.metrics._internal``): it is checked at start
-and verified by the test above rather than trusted.
+The SDK records one value per ``Histogram.record``: a ``Measurement``, attribute cleaning and
+hashing, three dispatch layers and a lock, around one bucket increment.  A batch answered by
+one body has one latency for all its ids, so its latencies are one run.  For the SDK's
+default explicit-bucket aggregation, the run is applied under the aggregation's own lock
+with the SDK's own arithmetic, value by value in order, so sums, counts, buckets, min and
+max are what that many ``record`` calls give; exemplars too (one offer per run to the
+bucket-aligned reservoir, which keeps the last offer per bucket).  Another aggregation or
+reservoir chosen by a view, another exemplar filter, a disabled meter, a negative or
+non-finite value: one ``record`` per value, as the public API does.
 """
 
 from __future__ import annotations
@@ -34,13 +20,13 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from time import time_ns
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics
 from opentelemetry.context import Context
 
-__all__ = ["HistogramWriter", "Run", "runs_of"]
+__all__ = ["HistogramWriter", "Run", "check", "runs_of"]
 
 Run = tuple[float, int]
 """``(value, count)``: ``count`` observations of one value, in order."""
@@ -106,7 +92,9 @@ class HistogramWriter:
             if h is None:
                 return False
             self.waiting = False
-        if _AVAILABLE and _shape_ok(h):
+        from pairwatch.otel import sdk
+
+        if _AVAILABLE and sdk.on("histograms") and _shape_ok(h):
             self._sdk = h
             return True
         return False
@@ -135,7 +123,7 @@ class HistogramWriter:
                     return
             except Exception as exc:  # an SDK we do not know after all: never again
                 self.enabled = False
-                _log.warning("pairwatch: fast histogram path disabled: %r", exc)
+                _log.warning("pairwatch: SDK shortcut histograms off: %r", exc)
         record = self.histogram.record
         for value, count in runs:
             for _ in range(count):
@@ -296,3 +284,65 @@ def _shape_ok(histogram: object) -> bool:
             for name in ("_get_empty_bucket_counts", "aggregate", "collect")
         )
     )
+
+
+_SAMPLE: Final = (
+    (0.005, 3), (0.0123, 1), (0.2, 2), (0.2, 1), (5.0, 1), (0.0, 2), (1e-9, 4), (0.1, 1),
+)  # fmt: skip
+"""Runs at, between and beyond bucket boundaries, repeated and single."""
+
+
+def check(name: str = "histograms") -> str | None:
+    """None when runs applied here export what one ``record`` per value exports, with
+    cumulative and delta temporality and trace-based exemplars; else what differs."""
+    if not _AVAILABLE:
+        return "the SDK's aggregation internals are not where expected"
+    from opentelemetry.sdk.metrics import Histogram as SdkHistogram
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+    sampled = set_span_in_context(
+        NonRecordingSpan(SpanContext(0xABC, 0xDEF, False, TraceFlags(TraceFlags.SAMPLED)))
+    )
+    for temporality in (AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA):
+        reader = InMemoryMetricReader(preferred_temporality={SdkHistogram: temporality})
+        provider = MeterProvider(metric_readers=[reader], shutdown_on_exit=False)
+        try:
+            histogram = provider.get_meter("pairwatch.check").create_histogram(
+                "check", explicit_bucket_boundaries_advisory=[0.005, 0.01, 0.1, 1.0]
+            )
+            if not _shape_ok(histogram):
+                return "the SDK's histogram is not shaped as expected"
+            writer = object.__new__(HistogramWriter)
+            writer.histogram, writer._sdk, writer.waiting = histogram, histogram, False
+            for by in ("record", "runs"):  # an SDK before 1.31 makes each set's aggregation
+                histogram.record(0.5, {"by": by})  # in record(): the same first value in both
+            for context in (otel_context.Context(), sampled):
+                for value, count in _SAMPLE:
+                    for _ in range(count):
+                        histogram.record(value, {"by": "record"}, context)
+                if not writer._fast(_SAMPLE, {"by": "runs"}, context):
+                    return "it declined the default aggregation"
+            data: Any = reader.get_metrics_data()
+            points = {
+                dict(point.attributes or {})["by"]: point
+                for metric in data.resource_metrics[0].scope_metrics[0].metrics
+                for point in metric.data.data_points
+            }
+        finally:
+            provider.shutdown()
+        one, runs = points.get("record"), points.get("runs")
+        if one is None or runs is None or _exported(one) != _exported(runs):
+            return f"{temporality.name.lower()} points differ from one record per value"
+    return None
+
+
+def _exported(point: Any) -> tuple[Any, ...]:
+    """What an exporter reads of a histogram point, but its times and span ids."""
+    exemplars = sorted(
+        (e.value, e.span_id is not None) for e in getattr(point, "exemplars", None) or ()
+    )
+    return (
+        point.count, point.sum, tuple(point.bucket_counts), point.min, point.max, exemplars,
+    )  # fmt: skip

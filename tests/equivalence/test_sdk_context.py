@@ -1,6 +1,6 @@
 """pairwatch reads the current OpenTelemetry context as the API does, in one C call.
 
-``pairwatch.otel.current.get_current`` is the runtime context's ``ContextVar.get`` when the
+``pairwatch.otel.sdk.context.get_current`` is the runtime context's ``ContextVar.get`` when the
 runtime is the API's own ``ContextVarsRuntimeContext``, and the API's ``get_current``
 otherwise.  Both must return the very context the API returns; the shortcut must engage on
 every SDK version pyproject allows (CI runs this on the oldest and the newest), and must
@@ -17,11 +17,13 @@ from opentelemetry import trace
 from opentelemetry.context.context import Context, _RuntimeContext
 from opentelemetry.sdk.trace import TracerProvider
 
-from pairwatch.otel import current
+from pairwatch.otel import sdk
+from pairwatch.otel.sdk import context as current
 
 
 def test_the_shortcut_engages_on_the_default_runtime():
-    assert current.reads_directly is True
+    assert sdk.status()["context"] == (True, "on")
+    assert current.get_current is not otel_context.get_current
 
 
 def test_it_returns_the_apis_context_everywhere():
@@ -67,7 +69,7 @@ class _OtherRuntime(_RuntimeContext):
 
 def test_another_runtime_context_gets_the_apis_function(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(otel_context, "_RUNTIME_CONTEXT", _OtherRuntime())
-    getter, direct = current._getter()
-    assert direct is False
+    assert current.check() == "the runtime context is not the API's own"
+    getter = current._getter()
     assert getter is otel_context.get_current
     assert getter().get("other") is True

@@ -1,6 +1,6 @@
 """Batches the SDK's samplers would drop are dropped without asking them, and only those.
 
-The drop tests of :mod:`pairwatch.otel.sampler_fast` must answer as the sampler does for
+The drop tests of :mod:`pairwatch.otel.sdk.sampling` must answer as the sampler does for
 every parent and trace id, and a sampler they do not know must always be asked.  End to
 end, a channel under a ratio sampler exports exactly the batches whose trace id is below
 the bound, and a batch under a parent follows the parent's sampled flag.
@@ -35,7 +35,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.otel.sampler_fast import drops_for
+from pairwatch.otel.sdk.sampling import drops_for
 
 KNOWN: dict[str, Sampler] = {
     "ratio 0": TraceIdRatioBased(0.0),

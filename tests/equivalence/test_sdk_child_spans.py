@@ -19,7 +19,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.otel import exposition, sdk_fast, span_fast
+from pairwatch.otel import exposition
+from pairwatch.otel.sdk import histograms as sdk_histograms
+from pairwatch.otel.sdk import spans as sdk_spans
 
 
 def req(i: int, method: str = "eth_call") -> dict[str, Any]:
@@ -81,8 +83,8 @@ def test_fast_children_equal_what_start_span_makes(clock: FakeClock) -> None:
     fast, slow = Otel(), Otel()
     starts = _Starts()
     slow.tracer_provider.add_span_processor(starts)  # forces the ordinary path
-    assert span_fast.usable(fast.tracer_provider.get_tracer("t"))
-    assert not span_fast.usable(slow.tracer_provider.get_tracer("t"))
+    assert sdk_spans.usable(fast.tracer_provider.get_tracer("t"))
+    assert not sdk_spans.usable(slow.tracer_provider.get_tracer("t"))
     spans_fast = run_batch(fast, FakeClock(), answered=[0, 2, 1])
     spans_slow = run_batch(slow, FakeClock(), answered=[0, 2, 1])
     assert starts.started == 6  # the batch span and five children went through on_start
@@ -227,7 +229,7 @@ def test_the_fast_histogram_path_engages_after_a_late_meter_provider() -> None:
     proxy.on_set_meter_provider(real)  # what metrics.set_meter_provider does to the proxy
     writer.record_runs([(0.5, 3)], {"a": "b"})
     assert not writer.waiting
-    if sdk_fast._AVAILABLE:  # an SDK whose internals it knows (scripts/test_sdk_range.sh)
+    if sdk_histograms._AVAILABLE:  # an SDK whose internals it knows (scripts/test_sdk_range.sh)
         assert writer.enabled
         assert writer._sdk is writer.histogram._real_instrument
     else:  # an older SDK: the plain path, with the same numbers
