@@ -34,7 +34,7 @@ from pairwatch import switch
 from pairwatch.channel import Options
 from pairwatch.integrations._exchange import ACTIVE
 from pairwatch.integrations._request import REDIRECTS
-from pairwatch.integrations._stream import usual
+from pairwatch.integrations._stream import plain_body
 from pairwatch.integrations.httpx_client import _wanted_headers
 from pairwatch.otel.sdk.context import get_current, suppressed
 from pairwatch.pairing import _fast
@@ -85,7 +85,7 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
             return original(*args, **kwargs)
         try:
             request = args[0]
-            sent = _fast.healthy(request.content, "request")
+            sent = _fast.plain(request.content, "request")
             plain = None if sent is None else sent.plain
             parts = exchange_parts(options, "httpx", request.url.host)
             limits, sink = parts.limits, parts.sink
@@ -132,9 +132,9 @@ def guarded_observer(client: Any, options: Options, counts: Guarded) -> Any:
             body = response.content
             got = None
             if not encoding and status != 202 and not (status in REDIRECTS and location):
-                seen = usual(body, content_type)
-                if seen is not None and seen[2]:
-                    got = _fast.healthy(body, "result")
+                seen = plain_body(body, content_type)
+                if seen is not None and seen.as_bytes:
+                    got = _fast.plain(body, "result")
             now = time.monotonic()
             if push is not None and now + push > deadline:
                 deadline = now + push

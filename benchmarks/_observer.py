@@ -39,11 +39,11 @@ def minimal_observer(client: Any) -> Any:
     queued: deque[tuple[Any, ...]] = deque()
 
     def observe(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        sent = _fast.healthy(args[0].content, "request")
+        sent = _fast.plain(args[0].content, "request")
         started = time.monotonic()
         response = wrapped(*args, **{**kwargs, "stream": True})
         response.read()
-        got = _fast.healthy(response.content, "result")
+        got = _fast.plain(response.content, "result")
         _pair(queued, sent, got, started)
         return response
 
@@ -58,10 +58,10 @@ def minimal_aiohttp_observer(session: Any) -> Any:
     queued: deque[tuple[Any, ...]] = deque()
 
     async def observe(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        sent = _fast.healthy(kwargs.get("data"), "request")
+        sent = _fast.plain(kwargs.get("data"), "request")
         started = time.monotonic()
         response = await wrapped(*args, **kwargs)
-        got = _fast.healthy(await response.read(), "result")
+        got = _fast.plain(await response.read(), "result")
         _pair(queued, sent, got, started)
         return response
 

@@ -116,7 +116,7 @@ class Sink:
                 self.on_closed(batch)
             except Exception as exc:
                 guard.report("on_batch_closed", exc, self.telemetry.internal_error)
-        if (batch.ended or NOT_ENDED)[2] != diagnosis.OK:  # the diagnosis, without a call
+        if (batch.ended or NOT_ENDED).diagnosis != diagnosis.OK:
             # The words state the evidence with numbers, never a guessed cause; the message
             # is built only when the rate limit lets the line through.
             guard.log_limited(

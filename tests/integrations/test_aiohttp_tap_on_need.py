@@ -8,7 +8,7 @@ read, a body cut short, a response released unread, or a sweeper pass that finds
 held open.
 
 Each scenario runs over a real loopback server, once with the stand-in and once with the tap
-built at attach as before; the choice is made by replacing the integration's ``usual_type``
+built at attach as before; the choice is made by replacing the integration's ``plain_type``
 check, the one thing in this file that is not what a user runs.  Every exported point and
 every span must be identical, at a fake clock so that latencies are too.  Then exact numbers
 for the cases users meet most, and a count of the taps built.
@@ -142,7 +142,7 @@ def _run(
     status, chunks, read, pause, cut = SCENARIOS[name]
     path = f"/tap-on-need-{name}"
     _script(path, status, chunks, pause, cut)
-    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: on_need)
+    monkeypatch.setattr(aiohttp_client, "plain_type", lambda content_type: on_need)
     otel, clock = Otel(), FakeClock()
     seen = _exchange(scripted + path, read, otel, clock, spans)
     pairwatch.flush()
@@ -168,7 +168,7 @@ def test_a_body_held_open_across_a_sweep_times_out_then_pairs_late(scripted, mon
     """The server holds the body back; the sweeper's pass (the test runs it, at a clock
     past the read timeout) finds it held open and expires the batch, building the tap on
     its own thread; the body read afterwards brings three late replies."""
-    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: on_need)
+    monkeypatch.setattr(aiohttp_client, "plain_type", lambda content_type: on_need)
     otel, clock = Otel(), FakeClock()
     path = f"/tap-on-need-swept-{on_need}"
     SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [REPLY], False)
@@ -188,7 +188,7 @@ def test_a_body_held_open_across_a_sweep_times_out_then_pairs_late(scripted, mon
     assert otel.value("batch.missing_response", pairwatch__close_reason="timeout") == 3
 
 
-def test_the_usual_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
+def test_a_plain_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
     """Without any replacement: a plain reply read whole builds no tap, even the first of a
     Content-Type this process has not seen; a body read in pieces builds one.  The books
     are exact either way."""
@@ -294,7 +294,7 @@ def test_a_drop_that_comes_while_its_tap_is_built_is_kept(scripted, monkeypatch)
     otel, clock = Otel(), FakeClock()
     path = "/tap-on-need-drop-mid-build"
     SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [REPLY], False)
-    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: True)
+    monkeypatch.setattr(aiohttp_client, "plain_type", lambda content_type: True)
     original = _tap_on_need.Exchange.tap
     dropped_during: list[bool] = []
 
@@ -334,7 +334,7 @@ def test_an_attach_that_fails_closes_its_batch_once(scripted, monkeypatch, on_ne
     def refuse() -> type:
         raise RuntimeError("no tee")
 
-    monkeypatch.setattr(aiohttp_client, "usual_type", lambda content_type: on_need)
+    monkeypatch.setattr(aiohttp_client, "plain_type", lambda content_type: on_need)
     monkeypatch.setattr(aiohttp_client, "tee_class", refuse)
     otel, clock = Otel(), FakeClock()
     path = f"/tap-on-need-attach-fails-{on_need}"

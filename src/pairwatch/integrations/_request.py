@@ -31,8 +31,8 @@ __all__ = [
     "decoded_payload",
     "host_of",
     "inject_context",
+    "other_payload",
     "request_payload",
-    "unusual_payload",
 ]
 
 
@@ -66,24 +66,24 @@ the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""
 def request_payload(body: object) -> wire.Payload | None:
     """Classify a request body when, and only when, it looks like JSON-RPC.
 
-    A healthy JSON-RPC body is recognised by the one typed decode that also classifies it;
-    anything else goes to :func:`unusual_payload`.
+    A plain JSON-RPC body is recognised by the one typed decode that also classifies it;
+    anything else goes to :func:`other_payload`.
     """
-    healthy = wire.parse_healthy(body, wire.Kind.REQUEST)  # one decode for most traffic
-    if healthy is not None:
-        return healthy
-    return unusual_payload(body)
+    plain = wire.parse_plain(body, wire.Kind.REQUEST)  # one decode for most traffic
+    if plain is not None:
+        return plain
+    return other_payload(body)
 
 
-def unusual_payload(body: object) -> wire.Payload | None:
-    """:func:`request_payload` for a body the healthy shape's decode has declined.
+def other_payload(body: object) -> wire.Payload | None:
+    """:func:`request_payload` for a body the plain shape's decode has declined.
 
     It is sniffed first: one character and one substring, so a body that is not JSON-RPC
     costs well under a microsecond more and is parsed no further.
     """
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
-    parsed = wire.parse(body)  # no hint: the healthy shape was tried and did not fit
+    parsed = wire.parse(body)  # no hint: the plain shape was tried and did not fit
     if not parsed.size and not parsed.empty_batch:
         return None
     return parsed  # [] too: the ledger holds it until its reply shows JSON-RPC
@@ -228,7 +228,7 @@ class Exchange(Channel):
 
     def whole(self, body: bytes, content_type: str | None, elsewhere: bool) -> None:
         """A buffered response's whole body, read and decoded by the client that keeps it:
-        the usual reply ends the exchange in one step (:func:`reply_whole`); any other body
+        a plain reply ends the exchange in one step (:func:`reply_whole`); any other body
         (an event stream, a redirect or 202, an empty or oversized one) goes through a tap,
         as if the client had read it in one chunk."""
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairwatch import guard
 from pairwatch.channel import Channel
@@ -21,11 +21,16 @@ from pairwatch.integrations._sse import SseParser
 from pairwatch.integrations._watch import adopt, register, unwatch, watch_later
 from pairwatch.pairing import wire
 
-__all__ = ["MAX_BODY", "Tap", "reply_whole", "usual_type"]
+__all__ = ["MAX_BODY", "Tap", "plain_type", "reply_whole"]
 
-Seen = tuple[str | None, bool, bool]
-"""What a Content-Type says: its charset; whether it is an event stream; whether its body
-is parsed as the bytes it is (no charset, or a UTF-8 one)."""
+
+class Seen(NamedTuple):
+    """What a Content-Type says about the body it heads."""
+
+    charset: str | None
+    event_stream: bool
+    as_bytes: bool  # parsed as the bytes it is: no charset, or a UTF-8 one
+
 
 _CONTENT_TYPES: dict[str | None, Seen] = {}
 """A memo of :func:`seen`: a client reads the same few types.  Bounded: past 64 it starts
@@ -41,7 +46,7 @@ def seen(content_type: str | None) -> Seen:
     if found is not None:
         return found
     charset = charset_of(content_type)
-    found = (
+    found = Seen(
         charset,
         bool(content_type) and "text/event-stream" in str(content_type).lower(),
         charset is None or charset in UTF8,
@@ -116,8 +121,8 @@ class Tap:
         self._watch: weakref.ref[Any] | None = None
         self._content_type = content_type
         found = seen(content_type)
-        self._charset, is_sse, _ = found
-        if is_sse:
+        self._charset = found.charset
+        if found.event_stream:
             self._sse: SseParser | None = SseParser()
             channel.relabel("sse")
         else:
@@ -283,15 +288,15 @@ class Tap:
         guard.shielded("tap_close", self._channel.close, "closed")
 
 
-def usual_type(content_type: str | None) -> bool:
-    """Whether a body of this Content-Type may be the usual reply (not an event stream)."""
-    return not seen(content_type)[1]
+def plain_type(content_type: str | None) -> bool:
+    """Whether a body of this Content-Type may be a plain reply (not an event stream)."""
+    return not seen(content_type).event_stream
 
 
 def reply_whole(
     channel: Channel, body: bytes, content_type: str | None, read_timeout: float | None
 ) -> bool:
-    """End a bound exchange with a reply body received whole, when it is the usual reply: a
+    """End a bound exchange with a reply body received whole, when it is a plain reply: a
     body that is not an event stream, not empty, within the size limit and the budget.
     False for any other body, which a :class:`Tap` judges.
 
@@ -299,23 +304,23 @@ def reply_whole(
     charged; the deadline moves by the client's ``read_timeout``, restarted with the last
     chunk (none when it waits forever).
     """
-    found = usual(body, content_type)
+    found = plain_body(body, content_type)
     if found is None:
         return False
-    payload, text = parse_body(body, found[0])
+    payload, text = parse_body(body, found.charset)
     if read_timeout is not None and not math.isfinite(read_timeout):
         read_timeout = None
     channel.replied_parsed(payload, text, read_timeout, "body_end")
     return True
 
 
-def usual(body: bytes, content_type: str | None) -> Seen | None:
-    """What the Content-Type of a whole body says, when the body is the usual reply (not an
+def plain_body(body: bytes, content_type: str | None) -> Seen | None:
+    """What the Content-Type of a whole body says, when the body is a plain reply (not an
     event stream, not empty, within the size limit and the budget); else None.  Its last
     member says whether the body is parsed as the bytes it is."""
     found = seen(content_type)
     size = len(body)
-    if found[1] or not size or size > MAX_BODY or not _BODIES.fits(size):
+    if found.event_stream or not size or size > MAX_BODY or not _BODIES.fits(size):
         return None
     return found
 

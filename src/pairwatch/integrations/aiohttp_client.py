@@ -10,7 +10,7 @@ what they return.  The protocol keeps feeding the original reader; pairwatch nev
 The tee class is built from StreamReader's own method list (so it follows aiohttp versions)
 and keeps ``isinstance(response.content, StreamReader)`` true for code that checks.
 
-What the tee shows its reads to: for the usual reply (no ``Content-Encoding`` left to undo, a
+What the tee shows its reads to: for a plain reply (no ``Content-Encoding`` left to undo, a
 Content-Type seen before that is not an event stream, not a 202 or a redirect), a
 :class:`~pairwatch.integrations._tap_on_need.TapOnNeed`, which takes a body read whole
 straight to the exchange's books and builds a tap only if anything else happens; for any
@@ -48,7 +48,7 @@ from pairwatch.integrations._exchange import (
     host_of,
 )
 from pairwatch.integrations._patch import Patches, Wrapper
-from pairwatch.integrations._stream import Tap, usual_type
+from pairwatch.integrations._stream import Tap, plain_type
 from pairwatch.integrations._tap_on_need import TapOnNeed
 
 _TEED_ASYNC = ("read", "readany", "readline", "readuntil", "readexactly", "readchunk")
@@ -277,8 +277,8 @@ class _Aiohttp(HttpClient):
         if (
             encoding is None
             and not answered_elsewhere(status, location)
-            and usual_type(content_type)
-        ):  # the usual reply, read whole by nearly every caller: a tap only if needed
+            and plain_type(content_type)
+        ):  # a plain reply, read whole by nearly every caller: a tap only if needed
             tap = TapOnNeed(exchange, content_type)
         else:
             tap = exchange.tap(

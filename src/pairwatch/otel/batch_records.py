@@ -19,7 +19,7 @@ from pairwatch.otel import zeros
 from pairwatch.otel.labels import Labels, Limiter
 from pairwatch.otel.names import CLOSE_REASON, DIAGNOSIS, REASON, RPC_METHOD
 from pairwatch.otel.sdk.histograms import HistogramWriter, runs_of
-from pairwatch.otel.sums import Adding, Healthy, Observing, Sums
+from pairwatch.otel.sums import Adding, Columns, Observing, Sums
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import Batch, Tally
 
@@ -27,7 +27,7 @@ __all__ = ["BatchRecords"]
 
 Attrs = Mapping[str, str]
 
-_HEALTHY = object()
+_ANSWERED = object()
 """Marks :meth:`BatchRecords._record_answered`'s keys among the drain's accumulator keys."""
 
 
@@ -36,17 +36,17 @@ def _feed_common(
 ) -> None:
     """Feed one batch into its ``batch.size``, ``batch.closed`` and ``batch.requests``
     accumulators: equal sizes in a row become one run."""
-    runs = sizes[2]
+    runs = sizes.runs
     if runs and runs[-1][0] == size:
         runs[-1] = (size, runs[-1][1] + 1)
     else:
         runs.append((size, 1))
-    sizes[3].append(current)
-    closed[2] += 1
-    closed[3].append(current)
+    sizes.batches.append(current)
+    closed.total += 1
+    closed.batches.append(current)
     if n:
-        requests[2] += n
-        requests[3].append(current)
+        requests.total += n
+        requests.batches.append(current)
 
 
 class BatchRecords:
@@ -182,22 +182,24 @@ class BatchRecords:
             return False
         sums = self._sums
         is_batch = batch.is_batch
-        found = sums.found.get((_HEALTHY, labels, is_batch, reason, first))
+        found = sums.found.get((_ANSWERED, labels, is_batch, reason, first))
         if found is None:
-            found = self._healthy_sums(labels, is_batch, first, reason)
-        found[0].append(n)
-        found[1].append(received[0] - batch.sent_at)  # type: ignore[operator]
-        found[2].append(sums.current)
+            found = self._answered_columns(labels, is_batch, first, reason)
+        found.sizes.append(n)
+        found.latencies.append(received[0] - batch.sent_at)  # type: ignore[operator]
+        found.batches.append(sums.current)
         return True
 
-    def _healthy_sums(self, labels: Labels, is_batch: bool, method: str, reason: str) -> Healthy:
+    def _answered_columns(
+        self, labels: Labels, is_batch: bool, method: str, reason: str
+    ) -> Columns:
         """The columns of one-method healthy batches, found once per drain (the batch's zero
         rows exported first, the first time its label set closes a batch)."""
         if is_batch not in labels.zeroed:
             self._zeros(zeros.batch_rows(labels, is_batch))
         attrs = labels.by_batch[is_batch]
         sums = self._sums
-        found = sums.found[(_HEALTHY, labels, is_batch, reason, method)] = sums.healthy(
+        found = sums.found[(_ANSWERED, labels, is_batch, reason, method)] = sums.columns(
             *self._common_sums(labels, is_batch, attrs, diagnosis.OK, reason),
             self._latency_sums(labels, is_batch, method),
         )
@@ -246,8 +248,8 @@ class BatchRecords:
             found = sums.found.get(key)
             if found is None:
                 found = sums.found[key] = self._latency_sums(labels, is_batch, first)
-            found[2].append((value, n))
-            found[3].append(sums.current)
+            found.runs.append((value, n))
+            found.batches.append(sums.current)
             return
         per_method = ((first, n),) if one_method else Counter(batch_methods).items()
         for method, k in per_method:

@@ -36,7 +36,7 @@ from pairwatch.pairing.elements import (
     classify_members,
 )
 
-__all__ = ["has_jsonrpc_member", "healthy", "parse_bytes"]
+__all__ = ["has_jsonrpc_member", "parse_bytes", "plain"]
 
 _UNSET: Any = msgspec.UNSET
 
@@ -123,10 +123,10 @@ def _single(method: str) -> list[str]:
     return found
 
 
-def healthy(raw: object, hint: str, measured: bool = False) -> Payload | None:
+def plain(raw: object, hint: str, measured: bool = False) -> Payload | None:
     """The whole payload as columns when ``raw`` is JSON-RPC whose every element has the
-    healthy shape of ``hint``'s direction, else None
-    (:func:`pairwatch.pairing.wire.parse_healthy`).
+    plain shape of ``hint``'s direction, else None
+    (:func:`pairwatch.pairing.wire.parse_plain`).
 
     A body without the word ``jsonrpc`` is never decoded (a substring search), nor one that
     could nest too deep, nor one that is not ASCII (left to :func:`parse_bytes`' checks).
@@ -134,7 +134,7 @@ def healthy(raw: object, hint: str, measured: bool = False) -> Payload | None:
     body without ``jsonrpc`` fails the typed decode anyway, so neither check is paid twice.
 
     msgspec validates each element in C (version, id type and length, method or result,
-    no error), so a healthy body costs one decode and, for a batch, one or two list
+    no error), so a plain body costs one decode and, for a batch, one or two list
     comprehensions.  One function, and a :class:`Payload` built without its ``__init__``:
     this runs twice per exchange, and each Python call is about 0.1 µs of it.
     """
@@ -182,7 +182,7 @@ def healthy(raw: object, hint: str, measured: bool = False) -> Payload | None:
             else:
                 is_batch, keys = False, (results.id,)
             columns = _columns(Plain, (_RESULT, keys, None))
-    except Exception:  # not the healthy shape: the general path classifies it
+    except Exception:  # not the plain shape: the general path classifies it
         return None
     payload: Payload = _blank(Payload)  # what Payload(is_batch, None, None, columns) holds
     payload.is_batch = is_batch
@@ -194,7 +194,7 @@ def healthy(raw: object, hint: str, measured: bool = False) -> Payload | None:
 
 
 _columns = tuple.__new__
-"""How :func:`healthy` builds a :class:`Plain`: the NamedTuple's own ``__new__`` is a Python
+"""How :func:`plain` builds a :class:`Plain`: the NamedTuple's own ``__new__`` is a Python
 function, one more call per body for the same tuple."""
 _blank = object.__new__
 _REQUEST: Final = Kind.REQUEST
@@ -204,7 +204,7 @@ _RESULT: Final = Kind.RESULT
 def parse_bytes(raw: bytes | str, hint: str | None = None) -> Payload | None:
     """Classify a JSON body, or return None to let the stdlib path decide."""
     if hint is not None:
-        found = healthy(raw, hint, True)
+        found = plain(raw, hint, True)
         if found is not None:
             return found
     if not raw.isascii():

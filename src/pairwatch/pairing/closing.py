@@ -12,7 +12,7 @@ from typing import Protocol
 
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.intake import count_retyped
-from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.records import Batch, Ended, Tally
 from pairwatch.pairing.wire import IdKey
 
 __all__ = ["LedgerSink", "settle"]
@@ -31,11 +31,11 @@ def settle(batch: Batch, reason: str, now: float, missing_keys: list[IdKey]) -> 
     ``batch.missing`` already; ``missing_keys`` are their ids."""
     batch.open = False
     if batch.rare is None:  # nothing unusual was written: every request answered, once
-        batch.ended = (reason, now, diagnosis.OK)
+        batch.ended = Ended(reason, now, diagnosis.OK)
         return
     if not batch.expected_nothing and batch.paired + batch.unknown != len(batch.keys):
         batch.count_mismatch = True
     retyped = count_retyped(batch.unknown_keys, missing_keys)
     if retyped:
         batch.type_mismatch = retyped
-    batch.ended = (reason, now, diagnosis.diagnose_batch(batch))
+    batch.ended = Ended(reason, now, diagnosis.diagnose_batch(batch))

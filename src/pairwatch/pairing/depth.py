@@ -79,7 +79,7 @@ def _depth_bound(data: bytes) -> int:
 
 
 def _unescaped(data: bytes) -> bytes:
-    if data.find(b"\\") >= 0:  # not ``in``, which tries an int first (see wire.parse_healthy)
+    if data.find(b"\\") >= 0:  # not ``in``, which tries an int first (see wire.parse_plain)
         return data.replace(b"\\\\", b"").replace(b'\\"', b"")
     return data
 

@@ -138,7 +138,7 @@ class Payload:
     ``empty_batch`` marks ``[]``, which the spec calls invalid but servers still send.
     ``plain`` is set when every element is a well-formed request or result; ``messages`` is
     then built only if someone asks for it.  ``size`` is the number of elements.
-    :func:`pairwatch.pairing._fast.healthy` builds the plain kind without ``__init__`` (it
+    :func:`pairwatch.pairing._fast.plain` builds the plain kind without ``__init__`` (it
     sets the five slots itself): keep the two in step.
     """
 

@@ -7,13 +7,23 @@ dozen bytes: the ledger may hold tens of thousands of them for a slow server.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Generic, TypeVar, overload
+from typing import Any, Final, Generic, NamedTuple, TypeVar, overload
 
 from pairwatch.pairing.wire import IdKey
 
 _NONE: Final = (None,)
-# What :attr:`Batch.ended` reads as while open, for readers that unpack it whole.
-NOT_ENDED: Final = ("", 0.0, "")
+
+
+class Ended(NamedTuple):
+    """How a batch closed: why, when, and what its evidence shows (its diagnosis)."""
+
+    reason: str
+    at: float
+    diagnosis: str
+
+
+NOT_ENDED: Final = Ended("", 0.0, "")
+"""What :attr:`Batch.ended` reads as while open, for readers that unpack it whole."""
 _T = TypeVar("_T")
 
 
@@ -280,11 +290,9 @@ class Batch(_LateReplies):
         self.timeout = 0.0
         self.open = True
         self.paired = 0
-        # (close_reason, closed_at, diagnosis) once closed: as three slots, every pending
-        # request would carry them empty (24 bytes).  A tuple, not a list: written whole
-        # when the batch closes (the only writer), read whole by the drain, and untracked by
-        # the garbage collector once seen.
-        self.ended: tuple[str, float, str] | None = None
+        # How it closed, once it has: as three slots, every pending request would carry
+        # them empty (24 bytes).  Written whole when the batch closes, read whole by the drain.
+        self.ended: Ended | None = None
         # The fields read through _Rare descriptors, once one is written: None for the
         # batches nothing unusual happened to (read-only outside this module).
         self.rare: dict[str, Any] | None = None
@@ -312,17 +320,17 @@ class Batch(_LateReplies):
     @property
     def close_reason(self) -> str:
         """Why the batch closed ("complete", "timeout", "body_end"...); "" while open."""
-        return self.ended[0] if self.ended is not None else ""
+        return self.ended.reason if self.ended is not None else ""
 
     @property
     def closed_at(self) -> float:
         """When it closed (its send time while open)."""
-        return self.ended[1] if self.ended is not None else self.sent_at
+        return self.ended.at if self.ended is not None else self.sent_at
 
     @property
     def diagnosis(self) -> str:
         """What its evidence shows (:mod:`pairwatch.pairing.diagnosis`); "" while open."""
-        return self.ended[2] if self.ended is not None else ""
+        return self.ended.diagnosis if self.ended is not None else ""
 
     @property
     def unknown_keys(self) -> list[IdKey]:

@@ -58,7 +58,7 @@ __all__ = [
     "is_jsonrpc",
     "is_spec_empty_reply",
     "parse",
-    "parse_healthy",
+    "parse_plain",
     "parse_stdlib",
     "shows_jsonrpc",
     "sniff",
@@ -123,8 +123,8 @@ def parse(payload: object, hint: str | None = None) -> Payload:
     return parse_stdlib(payload)
 
 
-def parse_healthy(raw: object, hint: str) -> Payload | None:
-    """:func:`parse` for a body that is JSON-RPC of the healthy shape (every element a
+def parse_plain(raw: object, hint: str) -> Payload | None:
+    """:func:`parse` for a body that is JSON-RPC of the plain shape (every element a
     well-formed request, or result, as ``hint`` says), else None, having decoded it once.
 
     Lets an integration skip :func:`sniff` for the traffic it sees nearly always: a body of
@@ -250,7 +250,7 @@ _fast: Callable[[bytes | str, str | None], Payload | None] | None
 _probe: Callable[[str], bool] | None
 try:  # the optional speed-up
     from pairwatch.pairing._fast import has_jsonrpc_member as _probe
-    from pairwatch.pairing._fast import healthy as parse_healthy  # the shortcut itself
     from pairwatch.pairing._fast import parse_bytes as _fast
+    from pairwatch.pairing._fast import plain as parse_plain  # the shortcut itself
 except ImportError:  # msgspec not installed: the stdlib path only
     _fast = _probe = None
