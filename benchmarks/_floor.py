@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from pairwatch.channel import Options
-from pairwatch.integrations._request import Exchange, request_payload
+from pairwatch.integrations._kit.request import Exchange, request_payload
 from pairwatch.pairing import wire
 
 

@@ -30,18 +30,18 @@ from typing import Any
 
 import wrapt
 
-from pairwatch import switch
 from pairwatch.channel import Options
-from pairwatch.integrations._exchange import ACTIVE
-from pairwatch.integrations._request import REDIRECTS
-from pairwatch.integrations._stream import plain_body
+from pairwatch.channel.parts import exchange_parts
+from pairwatch.integrations._kit.exchange import ACTIVE
+from pairwatch.integrations._kit.request import REDIRECTS
+from pairwatch.integrations._kit.stream import plain_body
 from pairwatch.integrations.httpx_client import _wanted_headers
 from pairwatch.otel.sdk.context import get_current, suppressed
 from pairwatch.pairing import _fast
 from pairwatch.pairing.closing import settle
 from pairwatch.pairing.limits import process_budget
 from pairwatch.pairing.records import Batch
-from pairwatch.prepared import exchange_parts
+from pairwatch.runtime import switch
 
 
 class Guarded:

@@ -3,7 +3,8 @@
 Usage (from the repository root, with the dev extras installed)::
 
     python benchmarks/run.py                 # everything, a few minutes; plain-text table
-    python benchmarks/run.py --markdown      # the same as the README's Markdown table
+    python benchmarks/run.py --markdown      # the same, as Markdown tables
+    python benchmarks/run.py --markdown --write docs/performance.md   # into the page's tables
     python benchmarks/run.py --short         # CI: a few seconds, exits 1 only on a gross
                                              # regression (a median above twice its target)
     python benchmarks/run.py --only ledger,memory
@@ -74,6 +75,18 @@ def render(results: Results, markdown: bool) -> str:
     return "\n".join(fmt.format(*row) for row in [header, *lines])
 
 
+BEGIN, END = "<!-- benchmarks/run.py tables: begin -->", "<!-- benchmarks/run.py tables: end -->"
+
+
+def write_tables(page: Path, tables: str) -> None:
+    """Replace what stands between ``page``'s two table markers with ``tables``."""
+    text = page.read_text()
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{page}: no {BEGIN} ... {END} markers to write between")
+    page.write_text(text[: start + len(BEGIN)] + "\n" + tables + text[end:])
+
+
 def _seeds(text: str) -> tuple[int, ...]:
     """``1,2,3``: PYTHONHASHSEED values (0 turns hashing randomisation off, also a seed)."""
     try:
@@ -89,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--short", action="store_true", help="CI mode: seconds, gross only")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument(
+        "--write",
+        metavar="PAGE",
+        help="with --markdown: put the tables into PAGE between its table markers",
+    )
     parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
     parser.add_argument(
         "--seeds",
@@ -172,14 +190,22 @@ def main(argv: list[str] | None = None) -> int:
         libraries = ("httpx-mock", "httpx", "requests", "aiohttp")
         run_instructions(results, libraries, (1, 100), args.seeds or SEEDS)
 
-    if not args.markdown:
-        print(
-            f"pairwatch {pairwatch.__version__}, Python {platform.python_version()}, "
-            f"{platform.machine()}; {'short' if short else 'full'} run"
-        )
-    print(render(results, args.markdown))
-    print("\nIssue 16's targets, from the rows above:\n")
-    print(render_targets(results, args.markdown))
+    heading = (
+        f"pairwatch {pairwatch.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()}; {'short' if short else 'full'} run"
+    )
+    tables = (
+        f"{render(results, args.markdown)}\n\nThe targets, from the rows above:\n\n"
+        f"{render_targets(results, args.markdown)}"
+    )
+    if args.write:
+        if not args.markdown:
+            parser.error("--write goes with --markdown")
+        write_tables(Path(args.write), f"{heading}.\n\n{tables}\n")
+    else:
+        if not args.markdown:
+            print(heading)
+        print(tables)
     gross = [r for r in results.rows if r.gross]
     if gross:
         for r in gross:

@@ -88,7 +88,7 @@ def test_hostile_methods_addresses_and_channels_stay_under_the_stated_series(ote
     telemetry = channel.telemetry
     assert len(telemetry.methods) == 32
     assert len(telemetry.addresses) == 64
-    assert len(telemetry._labels) == 65
+    assert len(telemetry.label_sets) == 65
 
 
 def test_label_sets_are_evicted_past_their_cap(otel):
@@ -96,7 +96,7 @@ def test_label_sets_are_evicted_past_their_cap(otel):
     first = telemetry.labels("http", "a", None)
     for integration in "bcd":
         telemetry.labels("http", integration, None)
-    assert len(telemetry._labels) == 3
+    assert len(telemetry.label_sets) == 3
     again = telemetry.labels("http", "a", None)
     assert again is not first
     assert again.base == first.base

@@ -226,7 +226,7 @@ def test_locks_held_by_another_thread_at_fork_are_not_inherited_held(otel):
     import signal
     import threading
 
-    from pairwatch import forks, sweeper
+    from pairwatch.runtime import forks, sweeper
 
     client = pairwatch.instrument(
         ToyClient(server("drop")), meter_provider=otel.meter_provider, send="call", receive="call"

@@ -41,18 +41,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pairwatch import _moved
 from pairwatch import config as _config
-from pairwatch import forks as _forks  # noqa: F401 - registers the fork hooks
 from pairwatch._version import __version__
 from pairwatch.api import instrument, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
 from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
 from pairwatch.pairing import diagnosis
-from pairwatch.switch import disable, enable, is_enabled
+from pairwatch.runtime import forks as _forks  # noqa: F401 - registers the fork hooks
+from pairwatch.runtime.switch import disable, enable, is_enabled
 
 if _config.starts_disabled():  # PAIRWATCH_ENABLED=false, or OTEL_SDK_DISABLED=true
     disable()
+_moved.install()  # old import paths of moved modules, with a DeprecationWarning
 
 __all__ = [
     "Channel",

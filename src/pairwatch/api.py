@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 
 from opentelemetry import metrics, trace
 
-from pairwatch import config, guard
+from pairwatch import config
 from pairwatch.channel import Options
 from pairwatch.integrations import REGISTRY, Handle
+from pairwatch.runtime import guard
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ An OpenTelemetry ``BaseInstrumentor``, registered under the ``opentelemetry_inst
 entry point, so ``opentelemetry-instrument python app.py`` turns it on with the other
 instrumentations.  It wraps the client classes' send methods (``httpx.Client.send``,
 ``requests.Session.send``, ``aiohttp.ClientSession._request``...) through the integrations'
-one patcher (:class:`pairwatch.integrations._patch.Patches`), for each library that is
+one patcher (:class:`pairwatch.integrations._kit.patch.Patches`), for each library that is
 installed; a library that is absent is skipped, never imported.  ``uninstrument()`` puts the
 original methods back.  Calls inside OpenTelemetry's ``suppress_instrumentation`` context,
 and calls to a method a test replaced with a mock, pass straight through.
@@ -35,7 +35,7 @@ from pairwatch import config
 from pairwatch.api import OPTION_NAMES, build_options
 from pairwatch.channel import Options
 from pairwatch.integrations import KNOWN
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._kit.patch import Patches
 
 try:
     from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]

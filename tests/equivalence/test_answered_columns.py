@@ -1,12 +1,8 @@
-"""A batch that pairs whole is recorded from its quick record, with the same numbers.
-
-With nothing reading a ``Batch`` (no ``on_batch_closed`` hook, no captured payloads, no
-batch span the sampler records), an HTTP exchange that paired whole, in order and in time,
-queues its metrics from the quick record instead of building a ``Batch``; with spans on, the
-sampler is asked when the exchange closes.  A hook makes the same exchanges take the
-``Batch`` path, decided in the drain: every exported series and span must come out
-identical.  The clock steps by a fixed amount per reading, so the latencies are the same in
-both runs.
+"""A batch one body answered whole is recorded as a row of its label set's columns; any
+other, or one a hook or a sampled span reads, is fed to the accumulators one by one.  The
+same exchanges, with and without a hook (and spans on or off), must export the same series
+and spans.  The clock steps by a fixed amount per reading, so the latencies are the same in
+every run.
 """
 
 from __future__ import annotations
@@ -113,7 +109,7 @@ def test_quick_records_export_what_batches_export(scripted):
 
 def test_columns_that_cannot_be_fed_cost_their_batches_only(scripted, monkeypatch):
     """A healthy batch of one method is a row of its label set's columns until the drain
-    commits (``Sums.healthy``).  If feeding them fails, each batch they held counts one
+    commits (``Sums.columns``).  If feeding them fails, each batch they held counts one
     internal error and the rest of the drain is applied; the caller sees nothing."""
     for path, (_, reply) in EXCHANGES.items():
         SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [reply], False)
@@ -121,7 +117,7 @@ def test_columns_that_cannot_be_fed_cost_their_batches_only(scripted, monkeypatc
     def broken(*args: Any) -> None:
         raise RuntimeError("deliberately broken")
 
-    monkeypatch.setattr(Sums, "_feed_one", staticmethod(broken))
+    monkeypatch.setattr(Sums, "_feed", staticmethod(broken))
     otel = _run(scripted, None)  # asserts every reply the caller got
     pairwatch.flush()
     # The single and the one-method batch, twice each, were columns: four batches lost.

@@ -16,7 +16,7 @@ import pytest
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.integrations._request import Exchange
+from pairwatch.integrations._kit.request import Exchange
 from pairwatch.options import Options
 from pairwatch.pairing import ledger, wire
 from pairwatch.pairing.limits import process_budget

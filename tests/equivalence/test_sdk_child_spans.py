@@ -253,8 +253,8 @@ def test_the_fast_span_path_engages_after_a_late_tracer_provider(monkeypatch) ->
     the real tracer, and spans reach the real provider's exporter."""
     from opentelemetry import trace
 
+    from pairwatch.channel.sink import telemetry_for
     from pairwatch.options import Options
-    from pairwatch.sink import telemetry_for
 
     proxy = trace.ProxyTracerProvider()
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)

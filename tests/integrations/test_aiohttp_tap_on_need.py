@@ -30,8 +30,10 @@ from http_drivers import HOOKS, JSON, SCRIPTS
 from otel_support import FakeClock, Otel
 
 import pairwatch
-from pairwatch.integrations import _stream, _watch, aiohttp_client
-from pairwatch.sweeper import SWEEPER
+from pairwatch.integrations import aiohttp_client
+from pairwatch.integrations._kit import stream as _stream
+from pairwatch.integrations._kit import watch as _watch
+from pairwatch.runtime.sweeper import SWEEPER
 
 
 def _requests(*ids: int) -> bytes:
@@ -289,7 +291,7 @@ def test_a_drop_that_comes_while_its_tap_is_built_is_kept(scripted, monkeypatch)
     tap (a sweeper pass, for a body held open).  Stood in for here by having the build
     itself report the response gone, once: the exchange must still close as dropped, at
     once, not wait on its own lock and lose the drop."""
-    from pairwatch.integrations import _tap_on_need
+    from pairwatch.integrations._kit import tap_on_need as _tap_on_need
 
     otel, clock = Otel(), FakeClock()
     path = "/tap-on-need-drop-mid-build"

@@ -1,7 +1,7 @@
 """The bytes every HTTP tap buffers, together, have a process-wide budget.
 
 Each body is capped (64 MiB), but hundreds of slow exchanges could each hold one: the
-budget (256 MiB by default, :data:`pairwatch.integrations._body.DEFAULT_BODY_BUDGET`) caps
+budget (256 MiB by default, :data:`pairwatch.integrations._kit.body.DEFAULT_BODY_BUDGET`) caps
 them all.  A body that does not fit stops being buffered and its exchange closes as missing
 with reason ``body_too_large``; the caller still gets every byte.  Here the budget is
 lowered to 100 bytes: one exchange holds 40 bytes of a half-sent body while another
@@ -21,8 +21,8 @@ from http_drivers import HOOKS, SCRIPTS
 
 import pairwatch
 from pairwatch.channel import open_channel
-from pairwatch.integrations._body import DEFAULT_BODY_BUDGET, body_budget
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._kit.body import DEFAULT_BODY_BUDGET, body_budget
+from pairwatch.integrations._kit.stream import Tap
 
 REQUEST = json.dumps(
     [{"jsonrpc": "2.0", "id": 1, "method": "a"}, {"jsonrpc": "2.0", "id": 2, "method": "b"}]

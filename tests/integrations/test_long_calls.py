@@ -25,7 +25,7 @@ from otel_support import FakeClock
 
 import pairwatch
 from pairwatch.channel import Options, open_channel
-from pairwatch.sweeper import SWEEPER
+from pairwatch.runtime.sweeper import SWEEPER
 
 REQUEST = json.dumps(
     [{"jsonrpc": "2.0", "id": 1, "method": "a"}, {"jsonrpc": "2.0", "id": 2, "method": "b"}]

@@ -13,7 +13,7 @@ import json
 import types
 
 import pairwatch
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._kit.patch import Patches
 
 
 def batch(*ids: int) -> str:

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import pairwatch
 from pairwatch.channel import Options
-from pairwatch.integrations._sse import SseParser
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._kit.sse import SseParser
+from pairwatch.integrations._kit.stream import Tap
 
 STREAM = (
     b"\xef\xbb\xbf: comment\r\n"
@@ -87,7 +87,7 @@ def test_unreadable_encodings_close_as_missing(otel, encoding):
 
 def test_relabel_and_watch_on_a_bound_channel(otel):
     """Core additions used by HTTP integrations: a late transport label, sweeper watching."""
-    from pairwatch.channel import _sweeper
+    from pairwatch.runtime.sweeper import SWEEPER as _sweeper
 
     ch = channel(otel)
     ch.sent(b'{"jsonrpc":"2.0","id":1,"method":"m"}')

@@ -15,10 +15,10 @@ from typing import Any
 
 from pairwatch.channel import Options
 from pairwatch.integrations import Integration, register
-from pairwatch.integrations._exchange import Exchange, HttpClient, Request, sync_send
-from pairwatch.integrations._patch import Patches
-from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._urllib3 import RawTee
+from pairwatch.integrations._kit.exchange import Exchange, HttpClient, Request, sync_send
+from pairwatch.integrations._kit.patch import Patches
+from pairwatch.integrations._kit.stream import Tap
+from pairwatch.integrations._kit.urllib3 import RawTee
 
 
 class Urllib3(HttpClient):

@@ -24,7 +24,7 @@ from mcp_support import sampling, sdk_http, text
 from otel_support import Otel
 
 from pairwatch.instrumentor import PairwatchInstrumentor
-from pairwatch.integrations import mcp_raw
+from pairwatch.integrations.mcp import raw as mcp_raw
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,7 +10,8 @@ from jsonrpc_build import dumps, err, req, res
 from otel_support import PAIRING_COUNTERS
 
 import pairwatch
-from pairwatch import Options, guard
+from pairwatch import Options
+from pairwatch.runtime import guard
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 import pairwatch
-from pairwatch import guard
+from pairwatch.runtime import guard
 
 
 class Boom(RuntimeError):

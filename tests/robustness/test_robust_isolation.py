@@ -32,7 +32,7 @@ from toy import ToyClient, server
 import pairwatch
 from pairwatch.channel import Channel
 from pairwatch.chaos import Fault
-from pairwatch.integrations._request import Exchange
+from pairwatch.integrations._kit.request import Exchange
 from pairwatch.pairing.ledger import Ledger
 
 BATCH = json.dumps(

@@ -16,7 +16,7 @@ The kit every integration is built from, so that none writes its own:
 * :mod:`._calls`: hooks around a call on a stream (before, after, on a closing exception,
   finally) written once for plain and coroutine methods, and ``argument()``;
 * :mod:`._stream`: the response-body tap and the SSE parser; :mod:`._ws`: the websocket tap;
-* :func:`pairwatch.guard.shielded`: the one way glue calls into pairwatch.
+* :func:`pairwatch.runtime.guard.shielded`: the one way glue calls into pairwatch.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ KNOWN: tuple[Known, ...] = (
     Known("aiohttp", frozenset({"aiohttp"}), "aiohttp_client"),
     Known("web3", frozenset({"web3"}), "web3_provider"),
     Known("websockets", frozenset({"websockets"}), "websockets_client"),
-    Known("mcp", frozenset({"mcp"}), "mcp_session"),
+    Known("mcp", frozenset({"mcp"}), "mcp.session"),
 )
 """Built-in integrations, in detection order; the global instrumentor walks the same list."""
 

@@ -12,7 +12,7 @@ and keeps ``isinstance(response.content, StreamReader)`` true for code that chec
 
 What the tee shows its reads to: for a plain reply (no ``Content-Encoding`` left to undo, a
 Content-Type seen before that is not an event stream, not a 202 or a redirect), a
-:class:`~pairwatch.integrations._tap_on_need.TapOnNeed`, which takes a body read whole
+:class:`~pairwatch.integrations._kit.tap_on_need.TapOnNeed`, which takes a body read whole
 straight to the exchange's books and builds a tap only if anything else happens; for any
 other response, a tap from the start.
 
@@ -21,7 +21,7 @@ its reader so itself: the first ``release()`` or ``close()`` asks ``content.exce
 when the reader has none yet, calls ``content.set_exception()``.  The tee hears both, so the
 exchange ends there (``stream_dropped``, or ``body_end`` for an empty body nobody needed to
 read) with nothing hooked on the response; a response collected without either is caught by
-the tap's weak reference (:meth:`~pairwatch.integrations._stream.Tap.abandon_with`).
+the tap's weak reference (:meth:`~pairwatch.integrations._kit.stream.Tap.abandon_with`).
 Once the body has ended, the tee puts aiohttp's own reader back on the response, so the
 release that follows costs what it costs without pairwatch.
 """
@@ -34,11 +34,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.integrations import _decoders
-from pairwatch.integrations._calls import Args, Kwargs
-from pairwatch.integrations._exchange import (
+from pairwatch.integrations._kit import decoders as _decoders
+from pairwatch.integrations._kit.calls import Args, Kwargs
+from pairwatch.integrations._kit.exchange import (
     Exchange,
     HttpClient,
     Request,
@@ -47,9 +46,10 @@ from pairwatch.integrations._exchange import (
     fixed,
     host_of,
 )
-from pairwatch.integrations._patch import Patches, Wrapper
-from pairwatch.integrations._stream import Tap, plain_type
-from pairwatch.integrations._tap_on_need import TapOnNeed
+from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.integrations._kit.stream import Tap, plain_type
+from pairwatch.integrations._kit.tap_on_need import TapOnNeed
+from pairwatch.runtime import guard
 
 _TEED_ASYNC = ("read", "readany", "readline", "readuntil", "readexactly", "readchunk")
 _SKIPPED = frozenset(

@@ -16,8 +16,8 @@ from __future__ import annotations
 import inspect
 
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._calls import Args, Around, Kwargs
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._kit.calls import Args, Around, Kwargs
+from pairwatch.integrations._kit.patch import Patches
 from pairwatch.pairing import wire
 
 

@@ -6,7 +6,7 @@ httpx-sse's ``connect_sse``, so that is the one method wrapped: on the instance 
 Python SDK 2.x uses) shares the API, so one module serves both; the library is picked from
 the client's class, never imported unless the client came from it.
 
-The exchange skeleton (:mod:`pairwatch.integrations._exchange`) does the rest: ``send`` is
+The exchange skeleton (:mod:`pairwatch.integrations._kit.exchange`) does the rest: ``send`` is
 called with ``stream=True``.  A buffered call then reads the body exactly as httpx's own
 ``send`` does (``read()``, and ``close()`` if that raises) and shows pairwatch the
 ``content`` httpx keeps, decoded once, by httpx.  A streamed call gets a tee in place of the
@@ -25,11 +25,10 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
-from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.integrations import _decoders
-from pairwatch.integrations._calls import Args, Kwargs, argument
-from pairwatch.integrations._exchange import (
+from pairwatch.integrations._kit import decoders as _decoders
+from pairwatch.integrations._kit.calls import Args, Kwargs, argument
+from pairwatch.integrations._kit.exchange import (
     REDIRECTS,
     Exchange,
     HttpClient,
@@ -40,9 +39,10 @@ from pairwatch.integrations._exchange import (
     fixed,
     sync_send,
 )
-from pairwatch.integrations._patch import Patches, Wrapper
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.integrations._kit.stream import Tap
 from pairwatch.pairing import wire
+from pairwatch.runtime import guard
 
 LIBRARIES = ("httpx", "httpx2")
 

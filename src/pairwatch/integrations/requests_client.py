@@ -14,11 +14,10 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.integrations import _decoders
-from pairwatch.integrations._calls import Args, Kwargs, argument
-from pairwatch.integrations._exchange import (
+from pairwatch.integrations._kit import decoders as _decoders
+from pairwatch.integrations._kit.calls import Args, Kwargs, argument
+from pairwatch.integrations._kit.exchange import (
     Exchange,
     HttpClient,
     Reply,
@@ -27,9 +26,10 @@ from pairwatch.integrations._exchange import (
     fixed,
     sync_send,
 )
-from pairwatch.integrations._patch import Patches, Wrapper
-from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._urllib3 import RawTee
+from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.integrations._kit.stream import Tap
+from pairwatch.integrations._kit.urllib3 import RawTee
+from pairwatch.runtime import guard
 
 
 class _Requests(HttpClient):

@@ -32,11 +32,10 @@ import threading
 import weakref
 from typing import Any
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations import Handle, hold
-from pairwatch.integrations._calls import Args, Around, Kwargs, argument
-from pairwatch.integrations._exchange import (
+from pairwatch.integrations._kit.calls import Args, Around, Kwargs, argument
+from pairwatch.integrations._kit.exchange import (
     Exchange,
     HttpClient,
     Request,
@@ -44,11 +43,12 @@ from pairwatch.integrations._exchange import (
     fixed,
     sync_send,
 )
-from pairwatch.integrations._patch import Patches
-from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._ws import WsTap, instrument_connection
+from pairwatch.integrations._kit.patch import Patches
+from pairwatch.integrations._kit.stream import Tap
+from pairwatch.integrations._kit.ws import WsTap, instrument_connection
 from pairwatch.pairing import wire
 from pairwatch.pairing.repair import repair
+from pairwatch.runtime import guard
 
 _instrumented: weakref.WeakSet[Any] = weakref.WeakSet()
 _instrumented_lock = threading.Lock()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pairwatch.channel import Options
 from pairwatch.integrations import Handle
-from pairwatch.integrations._ws import WsTap, instrument_connection
+from pairwatch.integrations._kit.ws import WsTap, instrument_connection
 
 
 class WebsocketHandle(Handle):

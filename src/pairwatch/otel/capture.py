@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from pairwatch import guard
 from pairwatch.pairing import wire
 from pairwatch.pairing.records import Batch
+from pairwatch.runtime import guard
 
 TRUNCATED: Final = "...[truncated]"
 

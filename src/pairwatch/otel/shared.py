@@ -15,12 +15,13 @@ import contextlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from pairwatch.otel.telemetry import Telemetry
+from pairwatch.runtime import forks
 
-__all__ = ["TELEMETRY_CAP", "TelemetryCache"]
+__all__ = ["CACHE", "TELEMETRY_CAP", "TelemetryCache"]
 
 TELEMETRY_CAP: Final = 64
 """Telemetry instances kept at most; only reached by more live provider pairs than that."""
@@ -83,10 +84,25 @@ class TelemetryCache:
                 self._entries.pop(self._dead.pop(), None)
 
     def entries(self) -> list[Telemetry]:
-        """The cached instances, for :mod:`pairwatch.forks` (their limiters' locks)."""
+        """The cached instances, for :mod:`pairwatch.runtime.forks` (their limiters' locks)."""
         return list(self._entries.values())
 
     def __len__(self) -> int:
         if self._dead:
             self._purge()
         return len(self._entries)
+
+
+CACHE: Final = TelemetryCache()
+"""The process's one cache."""
+
+
+def _locked() -> Iterable[object]:
+    """What a forked child must not inherit held: the cache's lock and each telemetry's
+    limiters' and label sets'."""
+    yield CACHE
+    for telemetry in CACHE.entries():
+        yield from (telemetry.methods, telemetry.addresses, telemetry.label_sets)
+
+
+forks.renews(_locked)

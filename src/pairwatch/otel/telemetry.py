@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterable, Mapping
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 
-from pairwatch import guard
 from pairwatch._version import __version__
 from pairwatch.otel import deferred, zeros
 from pairwatch.otel.batch_records import BatchRecords
@@ -60,6 +59,7 @@ from pairwatch.otel.spans import SpanWriter
 from pairwatch.otel.sums import Sums
 from pairwatch.otel.vocabulary import INSTRUMENTS, Instrument
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
+from pairwatch.runtime import guard
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
 
@@ -93,7 +93,7 @@ class Telemetry(BatchRecords):
         self.spans = spans
         self.methods = Limiter(method_cap)
         self.addresses = Limiter(address_cap)
-        self._labels = LabelCache(Labels, label_sets_cap)
+        self.label_sets = LabelCache(Labels, label_sets_cap)
         self.span_writer = SpanWriter(self.tracer, self.internal_error, self.methods)
         # Every row of the vocabulary becomes an instrument, so a row added there is created
         # (and exported once recorded) without touching this constructor.
@@ -142,7 +142,7 @@ class Telemetry(BatchRecords):
     ) -> Labels:
         """The shared attribute sets of a channel; the server address is capped here."""
         address = self.addresses(server_address) if server_address else None
-        return self._labels.get(transport, integration, address, side)
+        return self.label_sets.get(transport, integration, address, side)
 
     # ------------------------------------------------------------------ metrics
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from pairwatch import guard, switch
 from pairwatch.channel import Options
+from pairwatch.runtime import guard, switch
 from pairwatch.server.exchange import (
     APP_ERROR,
     Exchange,

@@ -22,10 +22,10 @@ from typing import Final
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from pairwatch import guard
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import Batch
 from pairwatch.pairing.wire import IdKey
+from pairwatch.runtime import guard
 
 __all__ = ["Crosscheck", "Verdict"]
 

@@ -21,11 +21,12 @@ from typing import Any, Final
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
-from pairwatch import config, guard
+from pairwatch import config
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._request import request_payload
-from pairwatch.integrations._stream import MAX_BODY, Tap
-from pairwatch.sink import telemetry_for
+from pairwatch.channel.sink import telemetry_for
+from pairwatch.integrations._kit.request import request_payload
+from pairwatch.integrations._kit.stream import MAX_BODY, Tap
+from pairwatch.runtime import guard
 
 __all__ = [
     "APP_ERROR",

@@ -7,7 +7,7 @@ It is also the registry of the process's long-lived channels, which is what a fo
 needs: after ``fork()`` the child's channels drop the books they inherited (those requests
 were sent by the parent, which pairs and counts them), the sweeper's lock is new, and its
 thread (which did not survive the fork) starts again.  The process-wide locks and the
-pending-id budget are :mod:`pairwatch.forks`'s job.
+pending-id budget are :mod:`pairwatch.runtime.forks`'s job.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from pairwatch import guard
+from pairwatch.runtime import guard
 
 __all__ = ["SWEEPER", "watch"]
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from pairwatch import guard, sink
 from pairwatch.pairing.limits import process_budget
+from pairwatch.runtime import guard
 
-__all__ = ["renew_lock", "shared_objects"]
+__all__ = ["renew_lock", "renews", "shared_objects"]
 
 _LOCK = type(threading.Lock())
 _RLOCK = type(threading.RLock())
@@ -40,12 +41,20 @@ def renew_lock(obj: Any, attr: str = "_lock") -> bool:
     return True
 
 
+_SOURCES: list[Callable[[], Iterable[Any]]] = []
+
+
+def renews(source: Callable[[], Iterable[Any]]) -> None:
+    """Renew, in every forked child, the locks of the objects ``source()`` returns then (a
+    module with process-wide objects of its own registers them here)."""
+    _SOURCES.append(source)
+
+
 def shared_objects() -> list[Any]:
     """The process-wide objects whose ``_lock`` a child must not inherit."""
-    cache = sink.telemetry_cache()
-    found: list[Any] = [cache, guard.log_limited, process_budget()]
-    for telemetry in cache.entries():
-        found += [telemetry.methods, telemetry.addresses, getattr(telemetry, "_labels", None)]
+    found: list[Any] = [guard.log_limited, process_budget()]
+    for source in _SOURCES:
+        found.extend(source())
     return [obj for obj in found if obj is not None]
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pairwatch import guard
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._kit.stream import Tap
+from pairwatch.runtime import guard
 
 __all__ = ["RawTee"]
 

@@ -1,7 +1,7 @@
 """The parts of one HTTP exchange that every library shares: the request and its payload,
 the exchange record and the tap it hands out, and what a response status says.
 
-Split from the skeleton (:mod:`pairwatch.integrations._exchange`, which says *when* each
+Split from the skeleton (:mod:`pairwatch.integrations._kit.exchange`, which says *when* each
 step runs around a library's send method): this module says *what* an exchange is.
 """
 
@@ -15,12 +15,12 @@ from urllib.parse import urlsplit
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._decoders import Chosen
-from pairwatch.integrations._stream import MAX_BODY, Tap, reply_whole
+from pairwatch.channel.parts import exchange_parts
+from pairwatch.integrations._kit.decoders import Chosen
+from pairwatch.integrations._kit.stream import MAX_BODY, Tap, reply_whole
 from pairwatch.pairing import wire
-from pairwatch.prepared import exchange_parts
+from pairwatch.runtime import guard
 
 __all__ = [
     "REDIRECTS",
@@ -154,7 +154,7 @@ class Request:
 class Exchange(Channel):
     """The bound channel of one tracked HTTP exchange, and the payload sent on it.
 
-    Built from the parts its integration and address share (:mod:`pairwatch.prepared`): a
+    Built from the parts its integration and address share (:mod:`pairwatch.channel.parts`): a
     client opens one per call.  Captured payloads are per exchange, so nothing is shared.
     """
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import wrapt
 
-from pairwatch import guard, switch
 from pairwatch.integrations import MISSING, Handle, hold
 from pairwatch.otel.sdk.context import get_current, suppressed
+from pairwatch.runtime import guard, switch
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 

@@ -21,11 +21,10 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from pairwatch import guard
 from pairwatch.channel import Options
-from pairwatch.integrations._client import HttpClient, Reply
-from pairwatch.integrations._patch import Wrapper
-from pairwatch.integrations._request import (
+from pairwatch.integrations._kit.client import HttpClient, Reply
+from pairwatch.integrations._kit.patch import Wrapper
+from pairwatch.integrations._kit.request import (
     REDIRECTS,
     Exchange,
     Request,
@@ -38,6 +37,7 @@ from pairwatch.integrations._request import (
 )
 from pairwatch.otel.sdk.context import get_current
 from pairwatch.pairing import wire
+from pairwatch.runtime import guard
 
 __all__ = [
     "ACTIVE",

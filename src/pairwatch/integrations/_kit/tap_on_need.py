@@ -4,8 +4,8 @@ exchange's books.
 Why: aiohttp hands the body to whoever reads ``response.content``, so pairwatch puts its tee
 there when the headers arrive, before anyone reads.  Nearly every body is then read in one
 piece (``json()``, ``read()``, ``text()``): the tee's first read returns the whole body at
-its end, and :meth:`~pairwatch.integrations._request.Exchange.whole` judges it as a buffered
-client's body is judged.  A :class:`~pairwatch.integrations._stream.Tap`, and the bound
+its end, and :meth:`~pairwatch.integrations._kit.request.Exchange.whole` judges it as a buffered
+client's body is judged.  A :class:`~pairwatch.integrations._kit.stream.Tap`, and the bound
 channel it feeds, cost a few hundred bytecodes to build and are needed only when something
 else happens: a read of part of the body, a body cut short, a response released unread, or a
 sweeper pass that finds the body still held open.  :class:`TapOnNeed` stands in for the tap
@@ -23,12 +23,12 @@ from __future__ import annotations
 import weakref
 from typing import Any, Final
 
-from pairwatch import guard
 from pairwatch.channel import Channel
-from pairwatch.integrations._request import Exchange
-from pairwatch.integrations._stream import Tap
-from pairwatch.integrations._watch import WATCHED, watch_later
-from pairwatch.sweeper import SWEEPER
+from pairwatch.integrations._kit.request import Exchange
+from pairwatch.integrations._kit.stream import Tap
+from pairwatch.integrations._kit.watch import WATCHED, watch_later
+from pairwatch.runtime import guard
+from pairwatch.runtime.sweeper import SWEEPER
 
 try:  # the lock threading.RLock() returns, without that function's own Python call
     from _thread import RLock

@@ -26,12 +26,12 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._calls import Around
-from pairwatch.integrations._patch import Patches
+from pairwatch.integrations._kit.calls import Around
+from pairwatch.integrations._kit.patch import Patches
 from pairwatch.pairing import wire
 from pairwatch.pairing.repair import repair
+from pairwatch.runtime import guard
 
 _TEXT = (str, bytes, bytearray, memoryview)
 

@@ -4,7 +4,7 @@ Why: by the time a message reaches the session's dispatcher the SDK has parsed i
 streamable HTTP it has even rewritten the id (a response on a POST's SSE stream gets the
 POST's request id) or replaced the message with an error of its own.  Exact unknown-id,
 null-id and invalid counts therefore need the text as it came off the wire.  The taps put it
-where the per-session ``_dispatch`` wrapper (:mod:`pairwatch.integrations.mcp_session`) can
+where the per-session ``_dispatch`` wrapper (:mod:`pairwatch.integrations.mcp.session`) can
 find it for the very item being dispatched:
 
 * stdio: ``mcp.client.stdio._parse_line(line)`` is wrapped; the raw line is attached to the
@@ -24,10 +24,11 @@ find it for the very item being dispatched:
   over in memory.
 
 The same wrappers, and one on the SSE transport's ``request_within_origin`` (its POSTs), mark
-their tasks as an HTTP exchange already tracked (:data:`pairwatch.integrations._exchange.ACTIVE`):
-an MCP transport's POSTs are the session's, whose replies may come on another channel (a
-``202 Accepted`` whose reply comes on the SSE stream, a reply on a resumed GET stream), so the
-HTTP integrations must not count them on their own (:func:`claim_targets`, which the global
+their tasks as an HTTP exchange already tracked
+(:data:`pairwatch.integrations._kit.exchange.ACTIVE`): an MCP transport's POSTs are the
+session's, whose replies may come on another channel (a ``202 Accepted`` whose reply comes
+on the SSE stream, a reply on a resumed GET stream), so the HTTP integrations must not
+count them on their own (:func:`claim_targets`, which the global
 instrumentor also installs, so that claim holds from the start).
 
 A stored :class:`Raw` is taken once: an error the SDK synthesizes later in the same task (the
@@ -48,9 +49,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from pairwatch import guard
-from pairwatch.integrations._exchange import ACTIVE
-from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._kit.exchange import ACTIVE
+from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.runtime import guard
 
 __all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "claim_targets", "from_wire", "release", "take"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from pairwatch.integrations._body import MAX_BODY
+from pairwatch.integrations._kit.body import MAX_BODY
 
 __all__ = ["SseParser"]
 

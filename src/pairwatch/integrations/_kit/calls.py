@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pairwatch import guard
 from pairwatch.integrations import MISSING
-from pairwatch.integrations._patch import Wrapper
+from pairwatch.integrations._kit.patch import Wrapper
+from pairwatch.runtime import guard
 
 Args = tuple[Any, ...]
 Kwargs = dict[str, Any]

@@ -5,8 +5,8 @@ the end, and nothing would then close its exchange.  A weak reference to the res
 callback, closes it as ``stream_dropped`` when the response is collected; and while the body
 is held open the sweeper expires its channel's timed-out batch, so a hung read still counts.
 
-Split from :mod:`pairwatch.integrations._stream` so that the tap and the stand-in that builds
-one on need (:mod:`pairwatch.integrations._tap_on_need`) share one registry.
+Split from :mod:`pairwatch.integrations._kit.stream` so that the tap and the stand-in that builds
+one on need (:mod:`pairwatch.integrations._kit.tap_on_need`) share one registry.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import weakref
 from typing import Any, Protocol
 
-from pairwatch import guard
 from pairwatch.channel import Channel
-from pairwatch.sweeper import SWEEPER
+from pairwatch.runtime import guard
+from pairwatch.runtime.sweeper import SWEEPER
 
 __all__ = ["WATCHED", "Watched", "adopt", "register", "unwatch", "watch_later"]
 

@@ -1,6 +1,6 @@
 """What one HTTP client library tells the exchange skeleton: :class:`HttpClient`.
 
-Split from the skeleton (:mod:`pairwatch.integrations._exchange`, which re-exports it) so
+Split from the skeleton (:mod:`pairwatch.integrations._kit.exchange`, which re-exports it) so
 that each module has one job: this one says what an integration must describe about its
 library (where the request is, how to tap or read the response); the skeleton says when
 each step runs.
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairwatch.integrations._calls import Args, Kwargs
-from pairwatch.integrations._request import (
+from pairwatch.integrations._kit.calls import Args, Kwargs
+from pairwatch.integrations._kit.request import (
     Exchange,
     Request,
     Streamed,
     decoded_payload,
     request_payload,
 )
-from pairwatch.integrations._stream import Tap
+from pairwatch.integrations._kit.stream import Tap
 from pairwatch.pairing import wire
 
 __all__ = ["HttpClient", "Reply"]
@@ -62,7 +62,7 @@ class HttpClient:
         self, exchange: Exchange, response: Any, instance: Any, kwargs: dict[str, Any]
     ) -> Tap | None:
         """Show the response body to a tap (or to a stand-in that builds one on need,
-        :class:`~pairwatch.integrations._tap_on_need.TapOnNeed`).  Return a tap for the
+        :class:`~pairwatch.integrations._kit.tap_on_need.TapOnNeed`).  Return a tap for the
         skeleton to watch the response with while the body is still to come; None when
         there is none, or when it watches the response already."""
         raise NotImplementedError

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
+from pairwatch.channel.sink import Sink, telemetry_for
 from pairwatch.options import Options
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.span_policy import SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing.limits import Limits
-from pairwatch.sink import Sink, telemetry_for
 
 __all__ = ["Parts", "exchange_parts", "prepared"]
 

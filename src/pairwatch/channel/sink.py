@@ -9,35 +9,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Final
 
 from opentelemetry import metrics, trace
 
-from pairwatch import guard
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
-from pairwatch.otel.shared import TelemetryCache
+from pairwatch.otel.shared import CACHE
 from pairwatch.otel.span_policy import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
+from pairwatch.runtime import guard
 
-__all__ = ["Sink", "telemetry_cache", "telemetry_for"]
-
-
-_telemetry: Final = TelemetryCache()
-
-
-def telemetry_cache() -> TelemetryCache:
-    """The process's one cache (for :mod:`pairwatch.forks`, which renews its locks)."""
-    return _telemetry
+__all__ = ["Sink", "telemetry_for"]
 
 
 def telemetry_for(options: Options) -> Telemetry:
     """One set of instruments per provider pair, shared by every channel that uses it (a
     method cap per channel would be no cap), and forgotten with its providers."""
-    return _telemetry.get(
+    return CACHE.get(
         options.meter_provider,
         options.tracer_provider,
         options.method_cap,

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
 
-from pairwatch import guard, sweeper, switch
+from pairwatch.channel.parts import prepared
+from pairwatch.channel.sink import Sink, telemetry_for
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
@@ -25,8 +26,7 @@ from pairwatch.pairing import wire
 from pairwatch.pairing.ledger import Ledger
 from pairwatch.pairing.limits import Limits
 from pairwatch.pairing.records import Batch
-from pairwatch.prepared import prepared
-from pairwatch.sink import Sink, telemetry_for
+from pairwatch.runtime import guard, sweeper, switch
 
 __all__ = ["Channel", "Options", "open_channel"]  # Options: re-exported, its home is options
 
@@ -309,9 +309,6 @@ def open_channel(
         span_attributes=span_attributes,
         side=side,
     )
-
-
-_sweeper = sweeper.SWEEPER  # its home was this module; tests still look here
 
 
 def _watch(channel: Channel) -> None:

@@ -1,6 +1,6 @@
 """How an MCP session follows the SDK's own life of each request.
 
-Split from :mod:`pairwatch.integrations.mcp_session` (which pairs what a session writes and
+Split from :mod:`pairwatch.integrations.mcp.session` (which pairs what a session writes and
 reads) because these wrappers are about the SDK's calls, not about messages:
 
 * :func:`following` wraps ``send_raw_request``: the request its write opens is noted in
@@ -10,7 +10,7 @@ reads) because these wrappers are about the SDK's calls, not about messages:
   its own for a session: the SDK's read timeouts (per session and per request) decide.
 
 The session's HTTP traffic is claimed where the transports make it, not here
-(:func:`pairwatch.integrations.mcp_raw.claim_targets`): marking the writer's context instead
+(:func:`pairwatch.integrations.mcp.raw.claim_targets`): marking the writer's context instead
 would also reach an in-process server's handlers, which run in that context, and hide their
 own JSON-RPC calls from the HTTP integrations.
 """
@@ -24,10 +24,10 @@ from typing import Any
 import anyio
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from pairwatch import guard
-from pairwatch.integrations._calls import Args, Kwargs
-from pairwatch.integrations._patch import Wrapper
+from pairwatch.integrations._kit.calls import Args, Kwargs
+from pairwatch.integrations._kit.patch import Wrapper
 from pairwatch.pairing.records import Batch
+from pairwatch.runtime import guard
 
 __all__ = ["REQUEST", "Request", "call_ended_reason", "following"]
 

@@ -1,10 +1,10 @@
 """The response side of every HTTP exchange: the body tap.
 
 An HTTP integration shows every chunk the caller reads to a :class:`Tap` (the exchange
-skeleton, :mod:`pairwatch.integrations._exchange`, opened the channel it feeds).  The tap
+skeleton, :mod:`pairwatch.integrations._kit.exchange`, opened the channel it feeds).  The tap
 never holds the caller's stream: it is handed copies of what the caller already got, so the
 caller reads every byte unchanged and in time.  Event streams are parsed as they come
-(:mod:`pairwatch.integrations._sse`).
+(:mod:`pairwatch.integrations._kit.sse`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import math
 import weakref
 from typing import Any, NamedTuple
 
-from pairwatch import guard
 from pairwatch.channel import Channel
-from pairwatch.integrations import _decoders
-from pairwatch.integrations._body import MAX_BODY, UTF8, body_budget, charset_of, parse_body
-from pairwatch.integrations._sse import SseParser
-from pairwatch.integrations._watch import adopt, register, unwatch, watch_later
+from pairwatch.integrations._kit import decoders as _decoders
+from pairwatch.integrations._kit.body import MAX_BODY, UTF8, body_budget, charset_of, parse_body
+from pairwatch.integrations._kit.sse import SseParser
+from pairwatch.integrations._kit.watch import adopt, register, unwatch, watch_later
 from pairwatch.pairing import wire
+from pairwatch.runtime import guard
 
 __all__ = ["MAX_BODY", "Tap", "plain_type", "reply_whole"]
 
@@ -64,7 +64,7 @@ class Tap:
     ``chunk`` receives bytes the caller already has, as decoded content; ``raw_chunk``
     receives bytes still carrying the ``Content-Encoding``, decoded here on a private
     ``decoder`` built from the client library's own decoders
-    (:mod:`pairwatch.integrations._decoders`; the standard library's gzip and deflate when
+    (:mod:`pairwatch.integrations._kit.decoders`; the standard library's gzip and deflate when
     none is given), never the caller's.  ``end`` marks the body complete, ``dropped`` a body
     cut short or abandoned.  JSON bodies are paired at their end, decoded with the charset
     the client reads them with; event streams per event.  Every method is shielded: a
@@ -143,7 +143,7 @@ class Tap:
 
     def adopt_watch(self, watch: weakref.ref[Any]) -> None:
         """Take over a watch :func:`watch_later` set up for a stand-in of this tap (the
-        :class:`~pairwatch.integrations._tap_on_need.TapOnNeed` that built it)."""
+        :class:`~pairwatch.integrations._kit.tap_on_need.TapOnNeed` that built it)."""
         adopt(watch, self)
         self._watch = watch
 

@@ -18,7 +18,7 @@ Which hook sees what, and why
   the sender's context.  The SDK has by then dropped what it could not parse, coerced ids
   (``"07"`` pairs with 7) and, over streamable HTTP, rewritten a POST stream's response id
   to the POST's request id or replaced a reply by an error of its own.  So pairing uses the
-  raw text (:mod:`pairwatch.integrations.mcp_raw`): the stdio line, the SSE event data, the
+  raw text (:mod:`pairwatch.integrations.mcp.raw`): the stdio line, the SSE event data, the
   JSON body.  An item without raw text was synthesized by the SDK (the POST stream ended,
   202, 4xx without a JSON-RPC body, unexpected content type): it is no response.
 * After the raw text is paired, a response or error item whose (SDK) id names one of our
@@ -42,7 +42,7 @@ Where the replies arrive
 Pairing is per session, wherever the reply comes from: the stdio pipe, the SSE stream of the
 legacy transport (whose POSTs are only acknowledged with ``202 Accepted``), a streamable-HTTP
 POST's own stream, a GET stream, or a resumed stream.  The transports' HTTP requests are
-marked as tracked exchanges (:func:`pairwatch.integrations.mcp_raw.claim_targets`), so an HTTP
+marked as tracked exchanges (:func:`pairwatch.integrations.mcp.raw.claim_targets`), so an HTTP
 integration that is on as well (the global instrumentor) leaves them to the session instead
 of counting a ``202`` as a missing reply and ``Accepted`` as an unparseable one.
 
@@ -51,7 +51,7 @@ Sessions over in-memory streams (``Client(server, mode="legacy")``,
 message objects themselves, with no text behind them: those objects are what the client
 reads, and they pair as such under ``pairwatch.transport="memory"``.  A session over an
 in-process ``DirectDispatcher`` (``Client(server)`` in any other mode) has no JSON-RPC at all;
-:mod:`pairwatch.integrations.mcp_direct` pairs its calls.
+:mod:`pairwatch.integrations.mcp.direct` pairs its calls.
 
 Spans: pairwatch's own (scope ``pairwatch``), beside the SDK's ``MCP send ...`` spans and
 nested under them, with ``mcp.method.name``, ``jsonrpc.request.id``, ``gen_ai.tool.name``
@@ -80,18 +80,19 @@ from mcp_types import (
 )
 from opentelemetry.util.types import AttributeValue
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations import Handle, mcp_raw
-from pairwatch.integrations._calls import Args, Around, Kwargs, argument
-from pairwatch.integrations._patch import Patches, Wrapper
-from pairwatch.integrations.mcp_follow import (
+from pairwatch.integrations import Handle
+from pairwatch.integrations._kit.calls import Args, Around, Kwargs, argument
+from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.integrations.mcp import raw as mcp_raw
+from pairwatch.integrations.mcp.follow import (
     REQUEST,
     Request,
     call_ended_reason,
     following,
 )
 from pairwatch.pairing.records import Batch, Call
+from pairwatch.runtime import guard
 
 __all__ = ["McpHandle", "install", "targets"]
 
@@ -290,7 +291,7 @@ def install(obj: object, options: Options) -> Handle:
     dispatcher = vars(session)["_dispatcher"]
     if not all(callable(getattr(dispatcher, n, None)) for n in ("_write", "_dispatch")):
         if callable(getattr(dispatcher, "send_raw_request", None)):
-            from pairwatch.integrations import mcp_direct
+            from pairwatch.integrations.mcp import direct as mcp_direct
 
             return mcp_direct.install(dispatcher, options)
         raise TypeError(
@@ -345,7 +346,7 @@ def install(obj: object, options: Options) -> Handle:
 def targets(options: Callable[[], Options]) -> list[tuple[Any, str, Wrapper]]:
     """For the global instrumentor: every ``ClientSession`` is instrumented as it is made,
     and the transports' HTTP requests are the sessions' from the start (never counted by an
-    HTTP integration on their own, see :mod:`pairwatch.integrations.mcp_raw`)."""
+    HTTP integration on their own, see :mod:`pairwatch.integrations.mcp.raw`)."""
     from mcp.client.session import ClientSession
 
     def init(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:

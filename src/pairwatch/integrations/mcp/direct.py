@@ -28,11 +28,11 @@ from typing import Any
 import anyio
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from pairwatch import guard
 from pairwatch.channel import Channel, Options
-from pairwatch.integrations._calls import Args, Kwargs, argument
-from pairwatch.integrations._patch import Patches, Wrapper
+from pairwatch.integrations._kit.calls import Args, Kwargs, argument
+from pairwatch.integrations._kit.patch import Patches, Wrapper
 from pairwatch.pairing.records import Batch
+from pairwatch.runtime import guard
 
 __all__ = ["install"]
 
