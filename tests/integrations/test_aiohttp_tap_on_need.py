@@ -132,6 +132,20 @@ def _exchange(
     return asyncio.run(run())
 
 
+def _tee_on(monkeypatch: Any) -> threading.Event:
+    """Set once the client has its headers and has put its tee on the response: the server
+    sends the body only after that, so a sweep in between finds the body held open."""
+    attached = threading.Event()
+    original = aiohttp_client._Aiohttp.attach
+
+    def attach(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        attached.set()
+
+    monkeypatch.setattr(aiohttp_client._Aiohttp, "attach", attach)
+    return attached
+
+
 def _script(path: str, status: int, chunks: list[bytes], pause: float, cut: bool) -> None:
     SCRIPTS[path] = (status, {"Content-Type": "application/json"}, chunks, cut)
     if pause:
@@ -175,8 +189,10 @@ def test_a_body_held_open_across_a_sweep_times_out_then_pairs_late(scripted, mon
     path = f"/tap-on-need-swept-{on_need}"
     SCRIPTS[path] = (200, {"Content-Type": "application/json"}, [REPLY], False)
 
+    attached = _tee_on(monkeypatch)
+
     def sweep(index: int) -> None:
-        time.sleep(0.2)  # the client has its headers and its tee
+        assert attached.wait(10)
         clock.advance(SWEEP_AT)
         SWEEPER.sweep()
 
@@ -194,6 +210,8 @@ def test_a_plain_reply_builds_no_tap_and_pairs_exactly(scripted, monkeypatch):
     """Without any replacement: a plain reply read whole builds no tap, even the first of a
     Content-Type this process has not seen; a body read in pieces builds one.  The books
     are exact either way."""
+    # Counted by a spy on the tap's constructor: whether a tap is built is what this checks,
+    # and nothing a user reads shows it.
     built: list[str] = []
     original = _stream.Tap.__init__
 
@@ -238,7 +256,7 @@ def test_a_sweeper_looking_all_the_time_changes_no_number(scripted, monkeypatch)
     otel = Otel()
     stop = threading.Event()
     looks = [0]
-    built = [0]
+    built = [0]  # a spy on the tap's constructor: which side took each body is not exported
     original = _stream.Tap.__init__
 
     def counting(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -312,8 +330,10 @@ def test_a_drop_that_comes_while_its_tap_is_built_is_kept(scripted, monkeypatch)
 
     monkeypatch.setattr(_tap_on_need.Exchange, "tap", tap_reporting_a_drop)
 
+    attached = _tee_on(monkeypatch)
+
     def sweep(index: int) -> None:
-        time.sleep(0.2)  # the client has its headers and its tee
+        assert attached.wait(10)
         started = time.monotonic()
         SWEEPER.sweep()  # builds the held-open body's tap, on this thread
         assert time.monotonic() - started < 2.0  # did not wait on its own lock
