@@ -326,8 +326,7 @@ nobody follows is forgotten with its request.
 
 
 _redirects_seen = False
-"""Whether any redirect was remembered: until then a request needs no look-up (a weak
-dictionary's length alone costs a Python call)."""
+"""Whether any redirect was remembered: until then a request needs no look-up."""
 
 
 def _remember_redirect(exchange: Exchange, response: Any) -> None:

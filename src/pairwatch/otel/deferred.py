@@ -1,37 +1,20 @@
-"""Take OpenTelemetry recording off the caller's path, without ever losing or delaying data.
+"""Take OpenTelemetry recording off the caller's path, without losing or delaying data.
 
-Why: one OpenTelemetry SDK call costs 7 to 15 µs (a ``Histogram.record`` about 9 µs, a span
-11 to 15 µs), and a closed 100-request batch needs about 100 of them (one latency per paired
-id, one child span per id).  Made inline, that is more than the whole loopback round trip the
-caller is waiting for.  So closing a batch only appends one item to a queue (well under a
-microsecond); the SDK calls run later and in bulk, with exactly the same values, attributes
-and timestamps (spans carry the times the ledger recorded, not the time they are made).
-Deferral does not make the SDK calls cheaper (``sdk_fast`` does that for latencies): it takes
-them out of the request's latency and off any lock, and runs them where they cost least.
+One SDK call per latency and per child span, made inline, would cost more than the round trip
+the caller waits for; so closing a batch only appends it to a queue, and the SDK calls run
+later, in bulk, with the same values, attributes and timestamps (spans carry the times the
+books recorded).  Who drains the queue, so that readers always see complete data:
 
-Who drains the queue, so that readers always see complete data:
-
-* the caller, once :data:`MAX_ITEMS` batches are queued, records them all in one go (outside
-  the ledger's lock); this is also the back-pressure that bounds memory;
+* the caller, once :data:`MAX_ITEMS` batches are queued (the back-pressure that bounds memory);
 * a daemon thread, when callers have been quiet for :data:`INTERVAL` or the oldest item is
   :data:`MAX_AGE` old, so that a quiet process still exports its spans within a second;
-* every metric collection: :class:`Telemetry` registers an observable instrument whose
-  callback drains the queue first (the SDK runs callbacks before it reads the aggregations),
-  so a scrape, a periodic export or an ``InMemoryMetricReader`` sees every batch closed
-  before the collection started.  The callback observes nothing, so it exports nothing;
-* :func:`flush` (public as ``pairwatch.flush()``): for spans, which have no collection
-  hook, in tests and before a process hands its exporters a final flush.  It is also run
-  at interpreter exit.
+* every metric collection: an observable instrument's callback drains first, so a scrape or
+  an export sees every batch closed before it began (the callback itself exports nothing);
+* :func:`flush` (``pairwatch.flush()``), and interpreter exit.
 
-One lock is held while an item is recorded, so a collection that arrives mid-item waits
-for it: nothing is half-recorded when a reader looks.
-
-Fork safety (gunicorn ``--preload``, ``multiprocessing`` with the fork start method): the
-lock is held across ``fork()``; the child empties its copy of the queue (the parent records
-those items), gets new locks, and starts its own drain thread on its first batch.  A child
-that ends with ``os._exit`` loses only what it queued since its last drain, at most
-:data:`MAX_AGE` seconds' worth, unless it calls :func:`flush` first (``multiprocessing``
-children flush through its exit finalizers; a killed process flushes nothing).
+One lock is held while an item is recorded: a collection never sees one half-recorded.
+After ``fork()`` the child empties its copy of the queue (the parent records those items),
+gets new locks, and starts its own drain thread on its first batch.
 """
 
 from __future__ import annotations

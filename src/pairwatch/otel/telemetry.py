@@ -1,32 +1,13 @@
 """The only module that records pairwatch's metrics and spans through OpenTelemetry.
 
-What each instrument is called, its kind, unit and description come from the table in
-:mod:`pairwatch.otel.vocabulary`; this module decides what to record and when.
-
-The ledger hands over closed batches; this module turns each into at most one add per counter
-(only the counters that moved), one ``batch.size`` record, the pair latencies and, when a
-recording tracer is configured, one span per batch with a child per request id.  Spans are
-made at close with the recorded timestamps, so nothing here runs while a request is in flight.
-An HTTP exchange that paired whole hands over its quick record instead when nothing reads a
-``Batch`` (spans off, no hook, no capture): the same records, without building one.  What
-each batch records is in :mod:`pairwatch.otel.batch_records`.
-
-Recording strategy (measured in ``benchmarks/run.py``; the numbers are in the README):
-
-* Out of the request and off every lock.  Closing a batch only queues it
-  (:mod:`pairwatch.otel.deferred`); the SDK calls run in bulk: by the caller every 256 batches, at
-  the start of every metric collection (an observable callback), on a daemon thread when
-  callers are quiet, or at ``pairwatch.flush()``.  Readers therefore always see every batch
-  closed before the collection began, with unchanged values and timestamps.
-* Fewer SDK calls for the same numbers.  A drain sums per instrument and attribute set
-  (:mod:`pairwatch.otel.sums`) and applies latencies to the SDK's explicit-bucket aggregation
-  in one lookup (:mod:`pairwatch.otel.sdk_fast`), bit-for-bit what one ``record`` per value
-  gives; anything unusual (another aggregation, exemplar sampling, an unknown SDK) falls
-  back to one ``record`` per value.  Attribute sets are built once per label set.
-* Spans cannot be aggregated: a batch's child spans are built finished and queued together
-  (:mod:`pairwatch.otel.span_fast`), yet per-id spans still cost a good part of a loopback
-  round trip; turn them off (``spans=False``), sample traces (a non-recording root makes no
-  children) or bound them (``max_child_spans``, ``child_spans="abnormal"``).
+Instruments are made from the table in :mod:`pairwatch.otel.vocabulary`; this module decides
+what to record and when.  A closed batch is queued (:mod:`pairwatch.otel.deferred`) and, in
+the drain, becomes its spans (:mod:`pairwatch.otel.spans`) and at most one add per counter
+that moved, one ``batch.size`` record and its latencies (what each batch records is
+:mod:`pairwatch.otel.batch_records`), summed per instrument and attribute set
+(:mod:`pairwatch.otel.sums`) and applied with one SDK call per set.  Spans cannot be summed:
+turn them off (``spans=False``), sample traces, or bound them (``max_child_spans``,
+``child_spans="abnormal"``).
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
-"""The msgspec decoder: :mod:`pairwatch.pairing.wire`'s classification, 4x cheaper.
+"""The msgspec decoder: :mod:`pairwatch.pairing.wire`'s classification without building values.
 
-Why: ``json.loads`` builds every value of a body (every result, every params array) only for
-pairwatch to look at four members per element.  msgspec decodes each element straight into a
-struct of those members (``result`` kept as an undecoded ``Raw`` span, ``params`` and unknown
-members skipped), which costs about a quarter of ``json.loads`` plus the per-element
-classification of dicts.
+``json.loads`` builds every value of a body (every result, every params array) only for
+pairwatch to read four members per element.  msgspec decodes each element straight into a
+struct of those members (``result`` kept as an undecoded span, the rest skipped); a payload
+of the plain shape (every element a well-formed request, or result) is validated in C by
+one typed decode (:func:`plain`).
 
-Exactly the same results, or no result: :func:`parse_bytes` returns ``None`` whenever it
-cannot be sure (msgspec refuses the body, an element is not an object, the body is not
-ASCII and not valid UTF-8, ...) and :func:`pairwatch.pairing.wire.parse` then takes the stdlib path,
-so anything unusual is classified by one implementation only.  ``tests/test_wire_fast.py``
-runs the wire test cases and random JSON through both paths and compares them.  One known
-difference is deliberately left: a body nested within about five levels of the interpreter's
-recursion limit (~990 levels deep) may decode here and be ``too_deep`` on the stdlib path,
-whose own limit already varies with the caller's stack depth.
-
-msgspec is a required dependency, so every install takes this path; the stdlib path stays
-the reference that classifies whatever this one declines.
+The same results, or none: :func:`parse_bytes` returns ``None`` whenever it cannot be sure
+(msgspec refuses the body, the body is not valid UTF-8, ...) and
+:func:`pairwatch.pairing.wire.parse` then takes the standard library's path, the reference.
+``tests/equivalence/test_wire_decoders.py`` runs the same cases and random JSON both ways.
+One difference is left on purpose: a body nested within a few levels of the interpreter's
+recursion limit may decode here and be ``too_deep`` there, whose limit varies with the
+caller's stack depth anyway.
 """
 
 from __future__ import annotations
@@ -93,9 +89,9 @@ _SINGLES: dict[str, list[str]] = {}
 def _shared(methods: list[str]) -> list[str]:
     """The same method names as one string object each, not one copy per request.
 
-    A pending request keeps its method name until it is answered; decoded afresh per body,
-    ``"eth_call"`` costs 57 bytes per pending id, a fifth of a single request's books.  The
-    table is bounded (a client inventing names cannot grow it): past the cap it starts over.
+    A pending request keeps its method name until it is answered: decoded afresh per body,
+    each pending id would hold its own copy.  The table is bounded (a client inventing names
+    cannot grow it): past the cap it starts over.
     """
     if len(_NAMES) > _NAMES_CAP:
         _NAMES.clear()
@@ -109,9 +105,9 @@ def _shared(methods: list[str]) -> list[str]:
 def _single(method: str) -> list[str]:
     """The methods list of a one-request payload: one shared list per name.
 
-    A single request is most of what a stream channel holds pending, and its own list of one
-    name would cost 64 bytes per pending request.  Nothing writes to a batch's methods once
-    it is sent (every batch gets its list from the payload, read-only from then on).
+    A single request is most of what a stream channel holds pending, and a list of its own
+    would cost each one more than its name.  Nothing writes to a batch's methods once it is
+    sent (every batch gets its list from the payload, read-only from then on).
     """
     found = _SINGLES.get(method)
     if found is None:
@@ -135,8 +131,8 @@ def plain(raw: object, hint: str, measured: bool = False) -> Payload | None:
 
     msgspec validates each element in C (version, id type and length, method or result,
     no error), so a plain body costs one decode and, for a batch, one or two list
-    comprehensions.  One function, and a :class:`Payload` built without its ``__init__``:
-    this runs twice per exchange, and each Python call is about 0.1 µs of it.
+    comprehensions.  The :class:`Payload` is built without its ``__init__``: this runs on
+    every body of every exchange.
     """
     if not measured:
         if type(raw) is bytes:

@@ -32,7 +32,7 @@ class LongId:
     A server or client may send megabyte ids; a pending table holding them as text would
     keep megabytes per request.  Two long ids are equal exactly when their texts are (up to
     a 2**-128 digest collision), and never equal to a ``str``, ``int`` or ``float`` key, so
-    JSON identity holds and pairing stays exact while each key costs a fixed ~150 bytes.
+    JSON identity holds and pairing stays exact while each key costs a small fixed size.
     """
 
     __slots__ = ("digest", "head", "length")
@@ -112,8 +112,8 @@ class Plain(NamedTuple):
     That is nearly every payload a healthy client sends or reads, and the ledger can then
     pair it with a few C-level list and dict operations instead of a loop per element.
     ``kind`` is :attr:`Kind.REQUEST` or :attr:`Kind.RESULT`; ``keys`` are valid id keys
-    (ints or short strings), a 1-tuple for one element (16 bytes less than a list, for
-    every pending single request: the ledger keeps these keys); ``methods`` run beside them
+    (ints or short strings), a 1-tuple for one element (smaller than a list, and the ledger
+    keeps these keys for every pending single request); ``methods`` run beside them
     for requests.
     """
 

@@ -6,7 +6,7 @@ with another timeout (``method_timeouts``, an HTTP client's read timeout) is ins
 place.  A deadline that moves later while queued (:meth:`Ledger.postpone`) only delays the
 expiry of those behind it, never hastens one.  Closed batches leave lazily: at once when at
 the front (in-order traffic), otherwise when closed entries outnumber open ones and the
-queue is compacted, so its memory stays proportional to what is open (8 bytes a batch).
+queue is compacted, so its memory stays proportional to what is open.
 
 ``examined`` counts the entries looked at: the tests assert it stays flat from 10 to 10,000
 outstanding batches, which wall time on a shared machine could not show.

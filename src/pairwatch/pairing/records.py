@@ -155,14 +155,10 @@ class _Rare(Generic[_T]):
     """A :class:`Batch` field that most batches never write: read as its default until then,
     kept in the batch's ``rare`` dict once written.
 
-    Why not the instance ``__dict__`` with class-level defaults, as before: from Python 3.11
-    on, an instance of a class with a ``__dict__`` is created with a values array for the
-    attribute names that class's instances have written.  Every batch paid that second
-    allocation: about 24 bytes on 3.11 in the memory benchmark, and about 140 in a process
-    where a fresh batch had every rare field set (measured with setattr; the ledger's own
-    writes did not grow it that far), and a pending single request is mostly its batch.
-    A descriptor read costs about 40 ns more than a class attribute; the hot paths ask
-    ``batch.rare is None`` first.
+    Not an instance ``__dict__`` with class-level defaults: since Python 3.11 every instance
+    of such a class carries a values array for the names its class's instances have written,
+    and a pending single request is mostly its batch.  A descriptor read is a call, so the
+    hot paths ask ``batch.rare is None`` first.
     """
 
     __slots__ = ("default", "name")
@@ -278,20 +274,20 @@ class Batch(_LateReplies):
         self.methods = methods
         # When each request was answered, None until then.  A single request starts with
         # one shared, read-only (None,): most of what a stream keeps pending is single
-        # requests, and their own [None] would cost 64 bytes each.  The ledger writes a new
-        # list when the reply comes (see ``Ledger._pair``).
+        # requests, and a list of their own would cost each one more memory.  The ledger
+        # writes a new list when the reply comes (see ``Ledger._pair``).
         self.received: Sequence[float | None] = (
             received if received is not None else _NONE if len(keys) == 1 else [None] * len(keys)
         )
         self.sent_at = sent_at
         self.context = context
         # Seconds from ``sent_at`` to the deadline: the limits' own float, shared by every
-        # batch, where a deadline of its own would cost each pending request 24 bytes.
+        # batch, where a deadline of its own would cost each pending request a float.
         self.timeout = 0.0
         self.open = True
         self.paired = 0
         # How it closed, once it has: as three slots, every pending request would carry
-        # them empty (24 bytes).  Written whole when the batch closes, read whole by the drain.
+        # them empty.  Written whole when the batch closes, read whole by the drain.
         self.ended: Ended | None = None
         # The fields read through _Rare descriptors, once one is written: None for the
         # batches nothing unusual happened to (read-only outside this module).

@@ -20,7 +20,7 @@ __all__ = ["Entry", "PendingTable"]
 
 Entry = tuple[Batch, int]
 # What ``ids`` maps an id to: the batch itself for a one-request batch (index 0: most of what
-# a stream holds pending is single requests, and a (batch, 0) tuple would cost 56 bytes
+# a stream holds pending is single requests, and a (batch, 0) tuple would cost a tuple
 # each), (batch, index) for a request of a larger batch, or a list of such tuples when the
 # id is pending more than once (first in, first out).
 Slot = Batch | Entry | list[Entry]

@@ -1,11 +1,11 @@
 """A response body as the client reads it (its charset), and the bytes every tap may hold.
 
-Charset: one Latin-1 byte inside one string result used to fail the strict UTF-8 decode of
-the whole body, and every response in it counted as missing, while ``requests``'
-``.json()`` returned them all.  A body is decoded as the client would: with the charset the
+Charset: one Latin-1 byte inside one string result must not fail a strict UTF-8 decode of
+the whole body (every response in it would count as missing) while ``requests``'
+``.json()`` returns them all.  A body is decoded as the client would: with the charset the
 ``Content-Type`` declares, else as JSON text (UTF-8, or UTF-16/32 recognised by their
 leading bytes, as ``json.loads`` does), and a byte that is not valid there becomes U+FFFD
-instead of failing the body.  The strict UTF-8 attempt comes first: healthy bodies pay
+instead of failing the body.  The strict UTF-8 attempt comes first: plain bodies pay
 nothing extra.
 
 Budget: each body is capped (``MAX_BODY``), but a process with hundreds of slow exchanges

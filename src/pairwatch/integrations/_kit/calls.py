@@ -3,9 +3,9 @@
 Stream integrations (generic objects, websockets, MCP sessions, web3's WebSocketProvider)
 all do the same few things around a library method: look at an argument before the call
 (perhaps swapping it for a tee), look at the result after it, notice the exception that ends
-a stream, and close something whatever happened.  Each used to write that as a plain
-function and again as a coroutine.  :class:`Around` takes the hooks and writes both forms
-here, shielding every hook, so an integration states only what it does.
+a stream, and close something whatever happened.  :class:`Around` takes the hooks and
+writes both forms, a plain function and a coroutine, shielding every hook, so an
+integration states only what it does.
 """
 
 from __future__ import annotations

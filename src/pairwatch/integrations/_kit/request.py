@@ -78,8 +78,8 @@ def request_payload(body: object) -> wire.Payload | None:
 def other_payload(body: object) -> wire.Payload | None:
     """:func:`request_payload` for a body the plain shape's decode has declined.
 
-    It is sniffed first: one character and one substring, so a body that is not JSON-RPC
-    costs well under a microsecond more and is parsed no further.
+    It is sniffed first (one character and one substring), so a body that is not JSON-RPC
+    costs almost nothing more and is parsed no further.
     """
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None

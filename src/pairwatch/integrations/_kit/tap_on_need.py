@@ -4,17 +4,17 @@ exchange's books.
 Why: aiohttp hands the body to whoever reads ``response.content``, so pairwatch puts its tee
 there when the headers arrive, before anyone reads.  Nearly every body is then read in one
 piece (``json()``, ``read()``, ``text()``): the tee's first read returns the whole body at
-its end, and :meth:`~pairwatch.integrations._kit.request.Exchange.whole` judges it as a buffered
-client's body is judged.  A :class:`~pairwatch.integrations._kit.stream.Tap`, and the bound
-channel it feeds, cost a few hundred bytecodes to build and are needed only when something
-else happens: a read of part of the body, a body cut short, a response released unread, or a
-sweeper pass that finds the body still held open.  :class:`TapOnNeed` stands in for the tap
-until then and hands every such event to the tap it builds.
+its end, and :meth:`~pairwatch.integrations._kit.request.Exchange.whole` judges it as a
+buffered client's body is judged.  A :class:`~pairwatch.integrations._kit.stream.Tap` is
+needed only when something else happens: a read of part of the body, a body cut short, a
+response released unread, or a sweeper pass that finds the body still held open.
+:class:`TapOnNeed` stands in for the tap until then and hands every such event to the tap it
+builds.
 
 Two threads may reach it: the caller's (its reads) and the sweeper's (its passes over held
 open bodies).  Whichever first takes the one token decides: the caller's whole read claims
 the reply for the exchange, or a builder (under a lock, so two builders build one tap) builds
-the tap.  Taking the token is a single ``list.pop``, atomic in the interpreter, so the usual
+the tap.  Taking the token is a single ``list.pop``, atomic in the interpreter, so the plain
 path takes no lock; the reply itself is judged outside everything.
 """
 

@@ -31,8 +31,7 @@ class RawTee:
 
     The wrappers come off once the tap is done (:meth:`_unhook`): the response holds them
     and they hold the response, a cycle only the garbage collector would free, taking the
-    response, its buffers and the exchange's books with it.  For requests that was 44
-    objects per exchange and a young-generation collection every twenty exchanges.
+    response, its buffers and the exchange's books with it.
     """
 
     __slots__ = ("depth", "hooks", "raw", "tap")
