@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import pytest
+from batch_fields import batch_fields
 from otel_support import FakeClock, Otel
 
 import pairwatch
@@ -146,7 +147,7 @@ _FIELDS = (
 
 
 def _fields(batch: Any) -> dict[str, Any]:
-    return {name: getattr(batch, name) for name in _FIELDS}
+    return batch_fields(batch, _FIELDS)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))

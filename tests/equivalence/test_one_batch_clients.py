@@ -20,6 +20,7 @@ import aiohttp
 import httpx
 import pytest
 import requests
+from batch_fields import batch_fields
 from http_drivers import HOOKS, SCRIPTS
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -151,7 +152,7 @@ def _fields(batch: Any) -> dict[str, Any]:
         "size", "keys", "received", "sent_at", "deadline", "closed_at", "close_reason",
         "diagnosis", "paired", "missing", "unknown", "out_of_order",
     )  # fmt: skip
-    return {name: getattr(batch, name) for name in names}
+    return batch_fields(batch, names)
 
 
 def _run(

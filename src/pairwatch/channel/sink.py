@@ -19,7 +19,7 @@ from pairwatch.otel.shared import CACHE
 from pairwatch.otel.span_policy import SpanAttributes, SpanPolicy
 from pairwatch.otel.telemetry import Telemetry
 from pairwatch.pairing import diagnosis
-from pairwatch.pairing.records import NOT_ENDED, Batch, Tally
+from pairwatch.pairing.records import Batch, Tally
 from pairwatch.runtime import guard
 
 __all__ = ["Sink", "telemetry_for"]
@@ -107,7 +107,7 @@ class Sink:
                 self.on_closed(batch)
             except Exception as exc:
                 guard.report("on_batch_closed", exc, self.telemetry.internal_error)
-        if (batch.ended or NOT_ENDED).diagnosis != diagnosis.OK:
+        if batch.rare is not None and batch.diagnosis != diagnosis.OK:  # rare: see settle
             # The words state the evidence with numbers, never a guessed cause; the message
             # is built only when the rate limit lets the line through.
             guard.log_limited(

@@ -40,7 +40,8 @@ INTERVAL: Final = 0.1
 MAX_AGE: Final = 1.0
 """Seconds after which the drain thread records queued items even if the caller is busy."""
 
-Item = tuple[Callable[..., None], tuple[Any, ...]]
+Item = tuple[Any, ...]
+"""``(fn, *args)``: one tuple an item (every closed batch waits in one until a drain)."""
 
 _items: deque[Item] = deque()
 _lock = threading.RLock()  # re-entrant: a span processor may trigger a collection
@@ -72,7 +73,7 @@ def submit(fn: Callable[..., None], *args: Any) -> None:
     if not _items:
         _first_queued = now
     _last_submit = now
-    _items.append((fn, args))
+    _items.append((fn, *args))
     if len(_items) > MAX_ITEMS:
         flush()
     elif _thread is None:
@@ -94,10 +95,10 @@ def _drain() -> None:
         try:
             while _items:
                 try:
-                    fn, args = _items.popleft()
+                    item = _items.popleft()
                 except IndexError:  # another thread took the last one
                     break
-                fn(*args)
+                item[0](*item[1:])
         finally:
             dead = False
             for ref in list(_on_drained):

@@ -8,11 +8,12 @@ the channel's bookkeeping; this is the rule of *what* a closed batch says.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from pairwatch.pairing import diagnosis
 from pairwatch.pairing.intake import count_retyped
-from pairwatch.pairing.records import Batch, Ended, Tally
+from pairwatch.pairing.records import Batch, Tally
 from pairwatch.pairing.wire import IdKey
 
 __all__ = ["LedgerSink", "settle"]
@@ -26,16 +27,16 @@ class LedgerSink(Protocol):
     def stray(self, batch: Batch | None, tally: Tally) -> None: ...
 
 
-def settle(batch: Batch, reason: str, now: float, missing_keys: list[IdKey]) -> None:
+def settle(batch: Batch, reason: str, now: float, missing_keys: Sequence[IdKey]) -> None:
     """Close ``batch`` with ``reason`` at ``now``.  Its unanswered requests are counted in
     ``batch.missing`` already; ``missing_keys`` are their ids."""
     batch.open = False
     if batch.rare is None:  # nothing unusual was written: every request answered, once
-        batch.ended = Ended(reason, now, diagnosis.OK)
+        batch.ended = (reason, now, diagnosis.OK)
         return
     if not batch.expected_nothing and batch.paired + batch.unknown != len(batch.keys):
         batch.count_mismatch = True
     retyped = count_retyped(batch.unknown_keys, missing_keys)
     if retyped:
         batch.type_mismatch = retyped
-    batch.ended = Ended(reason, now, diagnosis.diagnose_batch(batch))
+    batch.ended = (reason, now, diagnosis.diagnose_batch(batch))

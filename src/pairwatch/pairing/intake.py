@@ -9,6 +9,8 @@ in the same writes but belong to the other direction's table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pairwatch.pairing.wire import RESPONSE_KINDS, IdKey, IdState, Kind, Payload
 
 __all__ = ["Sent", "count_retyped", "read_sent", "retyped"]
@@ -21,17 +23,17 @@ notifications, and the elements that break or bend the request rules, per reason
 
 def read_sent(payload: Payload, inbound: dict[IdKey, int]) -> Sent:
     """The requests in ``payload``; answers to the server are paired off ``inbound``."""
+    plain = payload.plain
+    if plain is not None and plain.kind is Kind.REQUEST and plain.methods is not None:
+        # Every element a well-formed request: no loop needed.  The lists are the payload's
+        # own, not copies (nothing changes them in place: an eviction replaces the keys),
+        # which halves what a pending single request costs.
+        return plain.keys, plain.methods, 0, None  # type: ignore[return-value]
     keys: list[IdKey | None] = []
     methods: list[str | None] = []
     notifications = 0
     invalid: dict[str, int] | None = None
     REQUEST, VALID = Kind.REQUEST, IdState.VALID
-    plain = payload.plain
-    if plain is not None and plain.kind is REQUEST and plain.methods is not None:
-        # Every element a well-formed request: no loop needed.  The lists are the payload's
-        # own, not copies (nothing changes them in place: an eviction replaces the keys),
-        # which halves what a pending single request costs.
-        return plain.keys, plain.methods, 0, None  # type: ignore[return-value]
     for kind, state, key, method, problem, _code in payload.messages:
         if kind is REQUEST and problem is None and state is VALID and type(key) is not float:
             keys.append(key)  # the common case, kept as short as possible
@@ -94,7 +96,7 @@ def retyped(key: IdKey) -> tuple[IdKey, ...]:
     return (int(number),) if number.is_integer() else (number,)
 
 
-def count_retyped(unknown: list[IdKey], missing: list[IdKey]) -> int:
+def count_retyped(unknown: Sequence[IdKey], missing: Sequence[IdKey]) -> int:
     """Unknown-id replies whose id is one of the ``missing`` ids under another JSON type."""
     if not unknown or not missing:
         return 0

@@ -31,7 +31,7 @@ the deadline queue's front (:mod:`pairwatch.pairing.opened`), never every open b
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pairwatch.pairing import wire
 from pairwatch.pairing.closing import LedgerSink, settle
@@ -137,7 +137,7 @@ class Ledger:
             if self._bound and payload.empty_batch:
                 self.held = batch  # counted once its reply shows JSON-RPC, or never
                 return batch
-            settle(batch, "no_response_expected", now, [])
+            settle(batch, "no_response_expected", now, ())
             closed.append(batch)
             return batch
         late = self._late
@@ -255,7 +255,8 @@ class Ledger:
             if postpone is not None:
                 self._postpone(now + postpone)
             self._pair(payload, now, closed, is_jsonrpc)
-            self._close_open(reason, closed, now, now)
+            if self._single is not None or self._open.count or self.held is not None:
+                self._close_open(reason, closed, now, now)
         finally:
             lock.release()
         self._emit(closed)
@@ -300,7 +301,11 @@ class Ledger:
                 touched = self._table.all_in_order(plain.keys, now)
         if touched is not None and touched.is_batch is payload.is_batch:
             # Every request of one batch answered at once, in order and in its own shape:
-            # nothing about the reply as a whole can be wrong.
+            # nothing about the reply as a whole can be wrong, and nothing else pairs.
+            if held is None:
+                if self.auto_close:
+                    self._finish(touched, "complete", closed, now)
+                return
             done.append(touched)
             tally = None
             holder = late_holder = None
@@ -521,7 +526,7 @@ class Ledger:
                 self._open.closed()
             evicted_from = -1 if batch.rare is None else batch.evicted_from
             self._budget.release(evicted_from if evicted_from >= 0 else len(keys))
-        missing_keys: list[IdKey] = []
+        missing_keys: Sequence[IdKey] = ()
         if batch.paired < len(keys):
             if self._table is None:
                 missing_keys = [key for _, key in batch.unanswered()]

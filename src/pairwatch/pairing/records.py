@@ -7,22 +7,20 @@ dozen bytes: the ledger may hold tens of thousands of them for a slow server.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Generic, NamedTuple, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar, overload
 
 from pairwatch.pairing.wire import IdKey
 
 _NONE: Final = (None,)
 
 
-class Ended(NamedTuple):
-    """How a batch closed: why, when, and what its evidence shows (its diagnosis)."""
+Ended = tuple[str, float, str]
+"""How a batch closed: ``(reason, at, diagnosis)``.  :class:`Batch` reads it by name
+(``close_reason``, ``closed_at``, ``diagnosis``); readers that need all three unpack it.  A
+plain tuple, not a NamedTuple: one waits in the drain queue for every closed batch, and the
+collector stops tracking a plain tuple of strings and floats, never a subclass's."""
 
-    reason: str
-    at: float
-    diagnosis: str
-
-
-NOT_ENDED: Final = Ended("", 0.0, "")
+NOT_ENDED: Final[Ended] = ("", 0.0, "")
 """What :attr:`Batch.ended` reads as while open, for readers that unpack it whole."""
 _T = TypeVar("_T")
 
@@ -316,17 +314,20 @@ class Batch(_LateReplies):
     @property
     def close_reason(self) -> str:
         """Why the batch closed ("complete", "timeout", "body_end"...); "" while open."""
-        return self.ended.reason if self.ended is not None else ""
+        ended = self.ended
+        return ended[0] if ended is not None else ""
 
     @property
     def closed_at(self) -> float:
         """When it closed (its send time while open)."""
-        return self.ended.at if self.ended is not None else self.sent_at
+        ended = self.ended
+        return ended[1] if ended is not None else self.sent_at
 
     @property
     def diagnosis(self) -> str:
         """What its evidence shows (:mod:`pairwatch.pairing.diagnosis`); "" while open."""
-        return self.ended.diagnosis if self.ended is not None else ""
+        ended = self.ended
+        return ended[2] if ended is not None else ""
 
     @property
     def unknown_keys(self) -> list[IdKey]:
@@ -353,7 +354,7 @@ class Batch(_LateReplies):
         ):
             return False
         n = len(keys)
-        self.received = [now] * n
+        self.received = (now,) * n  # a tuple: every slot is written, and it holds no objects
         self.paired = n
         return True
 

@@ -105,8 +105,8 @@ class _Call:
                     payload, options, client.integration, request.host or host_of(request.url),
                     request.body, request.read_timeout, current,
                 )  # fmt: skip
-                if options.propagate and request.headers is not None:
-                    inject_context(request.headers, current)
+                if current and options.propagate and request.headers is not None:
+                    inject_context(request.headers, current)  # an empty context has no span
                 return call
             call.streamed = _streamed(client, options, instance, args, kwargs)
         except Exception as exc:
