@@ -108,11 +108,17 @@ def test_sniff_decides_by_structure(body, expected):
     assert wire.sniff(body) is expected
 
 
-def test_sniff_structure_without_msgspec(monkeypatch):
-    monkeypatch.setattr(wire, "_probe", None)
-    assert wire.sniff(b'{"event":"client_ready","transport":"jsonrpc"}') is False
-    assert wire.sniff(dumps([5, req(1)])) is True
-    assert wire.sniff(b"[]") is True
+def test_the_stdlib_structure_check_is_the_msgspec_probe_s_reference():
+    for text, expected in [
+        ('{"event":"client_ready","transport":"jsonrpc"}', False),
+        (dumps([5, req(1)]).decode(), True),
+        ('{"jsonrpc": "2.0", "id": 1}', True),
+        ('[{"a": 1}, {"jsonrpc": "2.0"}]', True),
+        ("[1, 2]", False),
+        ('{"jsonrpc" "2.0"}', False),
+    ]:
+        assert wire.structure_stdlib(text) is expected, text
+        assert wire._probe(text) is expected, text
 
 
 def test_is_jsonrpc_does_not_take_an_empty_array_as_proof():

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from opentelemetry import context as otel_context
 
 from pairwatch.channel.parts import prepared
-from pairwatch.channel.sink import Sink, telemetry_for
+from pairwatch.channel.sink import Sink, capture_for, telemetry_for
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
@@ -61,11 +61,7 @@ class Channel:
         options = options or Options()
         telemetry = telemetry_for(options)
         labels = telemetry.labels(transport, integration, server_address, side)
-        capture = (
-            Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
-            if options.capture_payloads
-            else None
-        )
+        capture = capture_for(options)
         limits, policy = prepared(options)
         sink = Sink(telemetry, labels, options.on_batch_closed, span_attributes, capture, policy)
         self._setup(options, telemetry, labels, limits, bound, capture, sink)
@@ -190,9 +186,7 @@ class Channel:
             if self._capture is not None and raw is not None:
                 self._capture.received(raw)
             self._closed = True
-            ledger = self.ledger
-            shows = None if ledger.held is None else self._shows_jsonrpc(raw)
-            ledger.replied(payload, shows, read_timeout, reason)
+            self.ledger.replied(payload, self._shows_jsonrpc(raw), read_timeout, reason)
         except Exception as exc:
             guard.report("received", exc, self.telemetry.internal_error)
             self.close(reason)

@@ -25,6 +25,13 @@ from pairwatch.runtime import guard
 __all__ = ["Sink", "telemetry_for"]
 
 
+def capture_for(options: Options) -> Capture | None:
+    """A channel's own payload capture, when ``options`` ask for one."""
+    if not options.capture_payloads:
+        return None
+    return Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
+
+
 def telemetry_for(options: Options) -> Telemetry:
     """One set of instruments per provider pair, shared by every channel that uses it (a
     method cap per channel would be no cap), and forgotten with its providers."""
@@ -89,6 +96,12 @@ class Sink:
         """This sink with other labels (sinks are shared, so never relabelled in place)."""
         return Sink(
             self.telemetry, labels, self.on_closed, self.span_attributes, self.capture, self.policy
+        )
+
+    def capturing(self, capture: Capture) -> Sink:
+        """This sink with one channel's own payload capture (sinks are shared)."""
+        return Sink(
+            self.telemetry, self.labels, self.on_closed, self.span_attributes, capture, self.policy
         )
 
     def batch_closed(self, batch: Batch) -> None:

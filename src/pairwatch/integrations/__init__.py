@@ -6,16 +6,19 @@ client through :data:`REGISTRY`, importing a library only when that library is i
 
 The kit every integration is built from, so that none writes its own:
 
-* :mod:`._patch`: the one patcher (install, exact restore, call-time lookup of the original,
-  pass-through under ``suppress_instrumentation`` and for mocks);
-* :mod:`._exchange`: the skeleton of one HTTP exchange; an HTTP client library subclasses
-  ``HttpClient`` with where the request body is and how to tap the response; its parts
-  (request, payload, exchange record, what a 202 or a redirect means) in :mod:`._request`;
-* :mod:`._decoders`: the library's own content decoders for pairwatch's copy of a body;
-  :mod:`._body`: the charset a body is read with, and the process budget of buffered bytes;
-* :mod:`._calls`: hooks around a call on a stream (before, after, on a closing exception,
-  finally) written once for plain and coroutine methods, and ``argument()``;
-* :mod:`._stream`: the response-body tap and the SSE parser; :mod:`._ws`: the websocket tap;
+* :mod:`._kit.patch`: the one patcher (install, exact restore, call-time lookup of the
+  original, pass-through under ``suppress_instrumentation`` and for mocks);
+* :mod:`._kit.exchange`: the skeleton of one HTTP exchange; an HTTP client library
+  subclasses ``HttpClient`` (:mod:`._kit.client`) with where the request body is and how to
+  tap the response; its parts (request, payload, the exchange, what a 202 or a redirect
+  means) in :mod:`._kit.request`;
+* :mod:`._kit.decoders`: the library's own content decoders for pairwatch's copy of a body;
+  :mod:`._kit.body`: the charset a body is read with, and the process budget of buffered
+  bytes;
+* :mod:`._kit.calls`: hooks around a call on a stream (before, after, on a closing
+  exception, finally) written once for plain and coroutine methods, and ``argument()``;
+* :mod:`._kit.stream`: the response-body tap; :mod:`._kit.sse`: the event-stream parser;
+  :mod:`._kit.ws`: the websocket tap;
 * :func:`pairwatch.runtime.guard.shielded`: the one way glue calls into pairwatch.
 """
 

@@ -11,7 +11,7 @@ The tee class is built from StreamReader's own method list (so it follows aiohtt
 and keeps ``isinstance(response.content, StreamReader)`` true for code that checks.
 
 What the tee shows its reads to: for a plain reply (no ``Content-Encoding`` left to undo, a
-Content-Type seen before that is not an event stream, not a 202 or a redirect), a
+Content-Type that is not an event stream, not a 202 or a redirect), a
 :class:`~pairwatch.integrations._kit.tap_on_need.TapOnNeed`, which takes a body read whole
 straight to the exchange's books and builds a tap only if anything else happens; for any
 other response, a tap from the start.
@@ -36,7 +36,7 @@ from typing import Any
 
 from pairwatch.channel import Options
 from pairwatch.integrations._kit import decoders as _decoders
-from pairwatch.integrations._kit.calls import Args, Kwargs
+from pairwatch.integrations._kit.calls import Args, Kwargs, argument
 from pairwatch.integrations._kit.exchange import (
     Exchange,
     HttpClient,
@@ -94,25 +94,12 @@ def _teed(name: str) -> Callable[..., Any]:
     chunk = name == "readchunk"  # returns (data, end_of_http_chunk)
 
     async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        inner, tap = self._pw_inner, self._pw_tap
         try:
-            data = await getattr(inner, name)(*args, **kwargs)
+            data = await getattr(self._pw_inner, name)(*args, **kwargs)
         except BaseException:
-            tap.dropped()
+            self._pw_tap.dropped()
             raise
-        # The tee's ``_pw_seen`` written out: this read runs on every exchange.
-        try:
-            at_eof = inner.at_eof()
-        except Exception:
-            at_eof = False
-        if at_eof:  # the body ends with this read (usually it is the whole body)
-            tap.last_raw_chunk(data[0] if chunk else data)
-            # _off, written out: the tap is done, so aiohttp's own reader goes back.
-            owner = self._pw_owner()
-            if owner is not None and owner.content is self:
-                owner.content = inner
-        else:
-            tap.raw_chunk(data[0] if chunk else data)
+        self._pw_seen(data[0] if chunk else data)
         return data
 
     method.__name__ = name
@@ -169,11 +156,7 @@ def tee_class() -> type:
 
     def seen(self: Any, data: bytes) -> None:
         tap: Tap | TapOnNeed = self._pw_tap
-        try:
-            at_eof = self._pw_inner.at_eof()
-        except Exception:
-            at_eof = False
-        if at_eof:  # the body ends with this read (usually it is the whole body)
+        if _at_eof(self._pw_inner):  # the body ends with this read (usually all of it)
             tap.last_raw_chunk(data)
             _off(self)
         else:
@@ -248,7 +231,7 @@ class _Aiohttp(HttpClient):
     integration = "aiohttp"
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
-        url = args[1] if len(args) > 1 else kwargs.get("str_or_url")  # argument(), written out
+        url = argument(args, kwargs, 1, "str_or_url")
         host = host_of(url)
         if host is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)

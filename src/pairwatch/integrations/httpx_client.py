@@ -189,7 +189,7 @@ class _Httpx(HttpClient):
         self._tee = tee
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
-        request: Any = args[0] if args else kwargs.get("request")  # argument(), written out
+        request: Any = argument(args, kwargs, 0, "request")
         timeout = _read_timeout(request)
         followed = _REDIRECTED.pop(request, None) if _redirects_seen else None
         if followed is not None:  # the caller sends a redirect's next_request itself
@@ -230,10 +230,8 @@ class _Httpx(HttpClient):
     def reply(self, exchange: Exchange, response: Any) -> Reply:
         """A buffered call: ``read`` decodes the body, and ``content`` is what is shown."""
         content_type, _, location = _wanted_headers(response.headers)
-        status = response.status_code
-        if status in REDIRECTS:
-            _remember_redirect(exchange, response)
-        return content_type, status, location
+        _remember_redirect(exchange, response)
+        return content_type, response.status_code, location
 
     def body(self, response: Any) -> bytes:
         return response.content  # type: ignore[no-any-return]

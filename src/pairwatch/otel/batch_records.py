@@ -130,7 +130,7 @@ class BatchRecords:
 
         Their accumulators are looked up once per drain per (label set, diagnosis, close
         reason), then fed in place: equal sizes in a row become one run, which
-        :mod:`pairwatch.otel.sdk_fast` applies as the same values one by one.
+        :mod:`pairwatch.otel.sdk.histograms` applies as the same values one by one.
         """
         sums = self._sums
         current = sums.current
@@ -167,7 +167,7 @@ class BatchRecords:
 
         Diagnosis ``ok`` and one latency for every id: what :meth:`_record_common` and
         :meth:`_record_one_latency` record, found under one key once per drain and fed to
-        the same accumulators at commit (:meth:`~pairwatch.otel.sums.Sums.healthy`).
+        the same accumulators at commit (:meth:`~pairwatch.otel.sums.Sums.columns`).
         """
         received = batch.received
         n = len(received)
@@ -206,7 +206,7 @@ class BatchRecords:
         return found
 
     def _record_latencies(self, labels: Labels, batch: Batch, ctx: Context | None) -> None:
-        """One observation per paired id, grouped per attribute set (see sdk_fast)."""
+        """One observation per paired id, grouped per attribute set (see otel/sdk/histograms)."""
         methods = self.methods
         sent_at = batch.sent_at
         is_batch = batch.is_batch
@@ -258,7 +258,7 @@ class BatchRecords:
 
     def _record_missing(self, labels: Labels, batch: Batch) -> None:
         per_method: dict[tuple[str, str], int] = {}
-        cut = batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
+        cut = batch.tracked
         for index, (method, received_at) in enumerate(
             zip(batch.methods, batch.received, strict=True)
         ):

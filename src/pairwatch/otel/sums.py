@@ -6,7 +6,7 @@ sets its channel kind shares: a ``batch.closed`` and a ``batch.requests`` add, a
 ``batch.size`` and a ``batch.pair_latency`` observation.  Summed here, the drain makes one
 SDK call per set instead of several per batch, with identical exported values: a counter
 gets the sum of its adds, a histogram its values in the order they were observed
-(:mod:`pairwatch.otel.sdk_fast` applies them).
+(:mod:`pairwatch.otel.sdk.histograms` applies them).
 
 The accumulators are found by key, so a batch's records cost a few list operations each.
 Every accumulator also lists the batches that fed it: an SDK call that fails counts one

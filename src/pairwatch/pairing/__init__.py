@@ -2,12 +2,13 @@
 
 - :mod:`~pairwatch.pairing.elements`: the element model and the classification rules.
 - :mod:`~pairwatch.pairing.wire`: decode bytes, text or parsed objects into classified
-  payloads (msgspec's typed decoder in :mod:`~pairwatch.pairing._fast` when installed).
+  payloads (msgspec's typed decoder in :mod:`~pairwatch.pairing._fast` for the plain shape).
 - :mod:`~pairwatch.pairing.records`: the closed-batch record the ledger hands on.
 - :mod:`~pairwatch.pairing.ledger`: one channel's books: pairing, attributing, closing.
 - :mod:`~pairwatch.pairing.intake`: what a sent payload asks for (ids, methods, problems).
 - :mod:`~pairwatch.pairing.table`: the pending table: id -> the request awaiting it.
-- :mod:`~pairwatch.pairing.deadlines`: which batch times out next, without scanning.
+- :mod:`~pairwatch.pairing.opened`: the open batches in deadline order, without scanning.
+- :mod:`~pairwatch.pairing.closing`: what a batch shows once it closes.
 - :mod:`~pairwatch.pairing.shape`: whether a reply has the shape its request allows.
 - :mod:`~pairwatch.pairing.late`: the bounded memory of ids closed as missing by timeout.
 - :mod:`~pairwatch.pairing.limits`: per-channel caps and the process-wide pending budget.

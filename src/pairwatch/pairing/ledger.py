@@ -39,7 +39,7 @@ from pairwatch.pairing.intake import read_sent
 from pairwatch.pairing.late import TimedOut
 from pairwatch.pairing.limits import Budget, Limits
 from pairwatch.pairing.opened import OpenBatches
-from pairwatch.pairing.records import Batch, Tally
+from pairwatch.pairing.records import Batch, Tally, all_distinct
 from pairwatch.pairing.shape import judge
 from pairwatch.pairing.table import Entry, PendingTable
 from pairwatch.pairing.wire import CALL_KINDS, IdKey, IdState, Kind, Payload
@@ -148,13 +148,12 @@ class Ledger:
         if self._single is not None:
             self._spill()  # a second batch: the first joins the queue and the table
         self._admit(batch, closed, now)
-        n = len(keys)
         if (
             ALONE
             and not self._open.count
             and payload.plain is not None
             and batch.rare is None  # nothing evicted, no duplicate to count
-            and (n == 1 or len(set(keys)) == n)
+            and all_distinct(keys)
         ):
             self._single = batch
         else:
@@ -270,8 +269,7 @@ class Ledger:
     def _postpone(self, deadline: float) -> None:
         single = self._single
         if single is not None:
-            if deadline > single.sent_at + single.timeout:
-                single.timeout = deadline - single.sent_at
+            single.postpone(deadline)
         elif self._open.count:
             self._open.postpone(deadline)
 
@@ -460,9 +458,7 @@ class Ledger:
             self._spill()
             for batch in self._open.values():
                 batch.open = False
-                self._budget.release(
-                    batch.evicted_from if batch.evicted_from >= 0 else len(batch.keys)
-                )
+                self._budget.release(batch.tracked)
                 if self._table is not None:
                     self._table.release(batch)
             self._open.clear()
@@ -486,7 +482,7 @@ class Ledger:
     def _expire(self, now: float, closed: list[Batch]) -> None:
         single = self._single
         if single is not None:
-            if single.sent_at + single.timeout <= now:
+            if single.deadline <= now:
                 self._finish(single, "timeout", closed, now)
         elif self._open.count:
             for batch in self._open.due(now):
@@ -501,7 +497,7 @@ class Ledger:
             self._drop_held()
         single = self._single
         if single is not None:
-            late = due is not None and single.sent_at + single.timeout <= due
+            late = due is not None and single.deadline <= due
             self._finish(single, "timeout" if late else reason, closed, now)
         elif self._open.count:
             if due is not None:
@@ -524,8 +520,7 @@ class Ledger:
                 self._single = None
             else:
                 self._open.closed()
-            evicted_from = -1 if batch.rare is None else batch.evicted_from
-            self._budget.release(evicted_from if evicted_from >= 0 else len(keys))
+            self._budget.release(batch.tracked)
         missing_keys: Sequence[IdKey] = ()
         if batch.paired < len(keys):
             if self._table is None:

@@ -65,8 +65,8 @@ class OpenBatches:
         if len(queue) > 2 * self.count + 64:
             self._queue = queue = deque(b for b in queue if b.open)
         at = len(queue)
-        deadline = batch.sent_at + batch.timeout
-        while at and queue[at - 1].sent_at + queue[at - 1].timeout > deadline:
+        deadline = batch.deadline
+        while at and queue[at - 1].deadline > deadline:
             at -= 1
         if at == len(queue):
             queue.append(batch)
@@ -76,8 +76,8 @@ class OpenBatches:
     def postpone(self, deadline: float) -> None:
         """Move every open batch's deadline to ``deadline``, never earlier."""
         for batch in self._queue:
-            if batch.open and deadline > batch.sent_at + batch.timeout:
-                batch.timeout = deadline - batch.sent_at
+            if batch.open:
+                batch.postpone(deadline)
 
     def closed(self) -> None:
         """One of the pushed batches just closed: drop closed entries at the front."""
@@ -96,7 +96,7 @@ class OpenBatches:
         while queue:
             self.examined += 1
             batch = queue[0]
-            if batch.open and batch.sent_at + batch.timeout > now:  # not yet its deadline
+            if batch.open and batch.deadline > now:  # not yet its deadline
                 return
             queue.popleft()
             if batch.open:

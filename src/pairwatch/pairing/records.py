@@ -25,6 +25,11 @@ NOT_ENDED: Final[Ended] = ("", 0.0, "")
 _T = TypeVar("_T")
 
 
+def all_distinct(keys: Sequence[IdKey | None]) -> bool:
+    """Whether no id appears twice among ``keys``."""
+    return len(keys) == 1 or len(set(keys)) == len(keys)
+
+
 class Call:
     """A read-only view of one request of a closed (or open) batch.
 
@@ -295,12 +300,23 @@ class Batch(_LateReplies):
 
     @property
     def deadline(self) -> float:
-        """When this batch times out (moved later by :meth:`Ledger.postpone`)."""
+        """When this batch times out (moved later by :meth:`postpone`)."""
         return self.sent_at + self.timeout
 
-    @deadline.setter
-    def deadline(self, value: float) -> None:
-        self.timeout = value - self.sent_at
+    def postpone(self, deadline: float) -> None:
+        """Move the deadline to ``deadline``, never earlier: an HTTP client restarts its
+        read timeout with every chunk, and the books must not give up first."""
+        if deadline > self.sent_at + self.timeout:
+            self.timeout = deadline - self.sent_at
+
+    @property
+    def tracked(self) -> int:
+        """Requests registered in the books: all but those evicted (see ``evicted_from``)."""
+        if self.rare is not None:
+            cut = self.evicted_from
+            if cut >= 0:
+                return cut
+        return len(self.keys)
 
     @property
     def size(self) -> int:

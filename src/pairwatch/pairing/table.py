@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from itertools import repeat
 
 from pairwatch.pairing.intake import retyped
-from pairwatch.pairing.records import Batch
+from pairwatch.pairing.records import Batch, all_distinct
 from pairwatch.pairing.wire import IdKey
 
 __all__ = ["Entry", "PendingTable"]
@@ -44,14 +44,14 @@ class PendingTable:
         """Add a batch's ids; an id already pending is a duplicate, kept, never overwritten."""
         keys = batch.keys
         ids = self.ids
-        tracked = batch.rare is None or batch.evicted_from < 0  # see Batch.rare
+        tracked = batch.tracked == len(keys)
         if len(keys) == 1 and plain and tracked:
             key = keys[0]
             if key not in ids:
                 ids[key] = batch  # type: ignore[index]
                 self.count += 1
                 return
-        elif plain and tracked and ids.keys().isdisjoint(keys) and len(set(keys)) == len(keys):
+        elif plain and tracked and ids.keys().isdisjoint(keys) and all_distinct(keys):
             # No id already pending and none repeated: register them all in C.
             entries = zip(repeat(batch), range(len(keys)))
             ids.update(zip(keys, entries, strict=False))  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """Decode what crosses the wire into classified elements, without ever raising.
 
 Integrations hand this module raw bytes, a decoded ``str``, or objects their library already
-parsed; it decodes (msgspec's typed decoder when installed, the stdlib otherwise) and hands
+parsed; it decodes (msgspec's typed decoder, with the stdlib as the reference) and hands
 every element to the one set of rules in :mod:`pairwatch.pairing.elements`, whose names it
 re-exports so that callers need one import.
 
@@ -11,7 +11,6 @@ Nothing here imports pairwatch outside :mod:`pairwatch.pairing`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, Final
 
 from pairwatch.pairing.depth import MAX_DEPTH, too_deep
@@ -62,6 +61,7 @@ __all__ = [
     "parse_stdlib",
     "shows_jsonrpc",
     "sniff",
+    "structure_stdlib",
     "valid_error",
 ]
 
@@ -108,12 +108,12 @@ def decode(raw: bytes | bytearray | memoryview | str) -> tuple[Any, str | None]:
 def parse(payload: object, hint: str | None = None) -> Payload:
     """Classify any payload an integration may hold: bytes, str, or decoded JSON.
 
-    Bytes and text go through msgspec when it is installed (:mod:`pairwatch.pairing._fast`,
-    same results, about 4x cheaper), else, or when it declines, through ``json``.  ``hint``
+    Bytes and text go through msgspec (:mod:`pairwatch.pairing._fast`, same results,
+    cheaper), and through ``json`` when it declines.  ``hint``
     (:attr:`Kind.REQUEST` for what a client sends, :attr:`Kind.RESULT` for what it reads)
     lets the fast path first try the one shape a healthy payload of that direction has.
     """
-    if _fast is not None and (type(payload) is bytes or type(payload) is str):
+    if type(payload) is bytes or type(payload) is str:
         # A body of no more characters than the cap cannot nest deeper: no call for it.
         if len(payload) > MAX_DEPTH and too_deep(payload):
             return Payload(False, (), "too_deep")
@@ -121,16 +121,6 @@ def parse(payload: object, hint: str | None = None) -> Payload:
         if parsed is not None:
             return parsed
     return parse_stdlib(payload)
-
-
-def parse_plain(raw: object, hint: str) -> Payload | None:
-    """:func:`parse` for a body that is JSON-RPC of the plain shape (every element a
-    well-formed request, or result, as ``hint`` says), else None, having decoded it once.
-
-    Lets an integration skip :func:`sniff` for the traffic it sees nearly always: a body of
-    that shape is JSON-RPC by construction.  Without msgspec there is no such shortcut.
-    """
-    return None
 
 
 def parse_stdlib(payload: object) -> Payload:
@@ -219,8 +209,12 @@ def _empty_array(text: str) -> bool:
 def _structure(text: str) -> bool:
     if too_deep(text):
         return False
-    if _probe is not None:
-        return _probe(text)
+    return _probe(text)
+
+
+def structure_stdlib(text: str) -> bool:
+    """What :func:`sniff` decides of a text that could be JSON, with the standard library's
+    ``json`` only (the reference the msgspec probe is tested against)."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
@@ -246,11 +240,10 @@ def is_spec_empty_reply(payload: Payload) -> bool:
     return message.kind is Kind.ERROR and message.id_state is IdState.NULL
 
 
-_fast: Callable[[bytes | str, str | None], Payload | None] | None
-_probe: Callable[[str], bool] | None
-try:  # the optional speed-up
-    from pairwatch.pairing._fast import has_jsonrpc_member as _probe
-    from pairwatch.pairing._fast import parse_bytes as _fast
-    from pairwatch.pairing._fast import plain as parse_plain  # the shortcut itself
-except ImportError:  # msgspec not installed: the stdlib path only
-    _fast = _probe = None
+# msgspec's typed decoders (imported last: they build on the names above).
+# parse_plain: :func:`parse` for a body of the plain shape (every element a well-formed
+# request, or result, as the hint says), else None, having decoded it once; a body of that
+# shape is JSON-RPC by construction, so an integration need not :func:`sniff` it first.
+from pairwatch.pairing._fast import has_jsonrpc_member as _probe  # noqa: E402
+from pairwatch.pairing._fast import parse_bytes as _fast  # noqa: E402
+from pairwatch.pairing._fast import plain as parse_plain  # noqa: E402

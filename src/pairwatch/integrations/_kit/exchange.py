@@ -93,9 +93,18 @@ class _Call:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> _Call | None:
-        """Open the exchange of this call; None when it is not JSON-RPC (nothing tracked)."""
-        reads, sent = _plan(client, kwargs)
-        call = cls(client, reads, sent)
+        """Open the exchange of this call; None when it is not JSON-RPC (nothing tracked).
+
+        A buffered call is sent as a stream when the library can (``stream_flag``), so that
+        the skeleton sees the body before anyone reads it, and then reads it for the caller.
+        """
+        flag = client.stream_flag
+        if flag is None:
+            call = cls(client, False, kwargs)
+        else:
+            streaming = client.streaming
+            reads = kwargs.get(flag, not streaming) != streaming
+            call = cls(client, reads, {**kwargs, flag: streaming})
         try:
             request = client.request(instance, args, kwargs)
             payload = None if request is None else client.payload(request)
@@ -189,17 +198,6 @@ def _streamed(
         return None
     found.append(request)
     return streamed
-
-
-def _plan(client: HttpClient, kwargs: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    """Whether the skeleton reads the body for the caller (a buffered call sent as a
-    stream, so that the body can be seen before anyone reads it), and the keyword
-    arguments the library is called with."""
-    flag = client.stream_flag
-    if flag is None:
-        return False, kwargs
-    streaming = client.streaming
-    return kwargs.get(flag, not streaming) != streaming, {**kwargs, flag: streaming}
 
 
 def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:

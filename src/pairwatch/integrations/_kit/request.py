@@ -17,6 +17,7 @@ from opentelemetry.context import Context
 
 from pairwatch.channel import Channel, Options
 from pairwatch.channel.parts import exchange_parts
+from pairwatch.channel.sink import capture_for
 from pairwatch.integrations._kit.decoders import Chosen
 from pairwatch.integrations._kit.stream import MAX_BODY, Tap, reply_whole
 from pairwatch.pairing import wire
@@ -78,8 +79,8 @@ def request_payload(body: object) -> wire.Payload | None:
 def other_payload(body: object) -> wire.Payload | None:
     """:func:`request_payload` for a body the plain shape's decode has declined.
 
-    It is sniffed first (one character and one substring), so a body that is not JSON-RPC
-    costs almost nothing more and is parsed no further.
+    It is sniffed first: a body without the word ``jsonrpc`` is rejected by one substring
+    search, before any decoding, and parsed no further.
     """
     if not isinstance(body, (bytes, bytearray, memoryview, str)) or not wire.sniff(body):
         return None
@@ -183,17 +184,12 @@ class Exchange(Channel):
         awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
         the caller's OpenTelemetry context, when the integration has already read it.
         """
-        if options.capture_payloads:
-            exchange = cls(
-                transport="http", integration=integration, server_address=host or None,
-                bound=True, options=options,
-            )  # fmt: skip
-        else:
-            parts = exchange_parts(options, integration, host or None)
-            exchange = cls.__new__(cls)
-            exchange._setup(
-                options, parts.telemetry, parts.labels, parts.limits, True, None, parts.sink
-            )
+        parts = exchange_parts(options, integration, host or None)
+        sink, capture = parts.sink, capture_for(options)
+        if capture is not None:  # the exchange's own: so is the sink that holds it
+            sink = sink.capturing(capture)
+        exchange = cls.__new__(cls)  # built from the shared parts, not per exchange
+        exchange._setup(options, parts.telemetry, parts.labels, parts.limits, True, capture, sink)
         exchange.payload = payload
         exchange.raw = raw
         exchange.read_timeout = read_timeout

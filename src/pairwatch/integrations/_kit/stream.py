@@ -116,8 +116,7 @@ class Tap:
         self._decoder = _decoders.stdlib(encoding) if decoder is None and encoding else decoder
         self._elsewhere = elsewhere
         self._flush = False
-        finite = read_timeout is not None and math.isfinite(read_timeout)
-        self._read_timeout = read_timeout if finite else None
+        self._read_timeout = _restarted(read_timeout)
         self._watch: weakref.ref[Any] | None = None
         self._content_type = content_type
         found = seen(content_type)
@@ -308,10 +307,14 @@ def reply_whole(
     if found is None:
         return False
     payload, text = parse_body(body, found.charset)
-    if read_timeout is not None and not math.isfinite(read_timeout):
-        read_timeout = None
-    channel.replied_parsed(payload, text, read_timeout, "body_end")
+    channel.replied_parsed(payload, text, _restarted(read_timeout), "body_end")
     return True
+
+
+def _restarted(read_timeout: float | None) -> float | None:
+    """How long the books wait after each chunk: the client's read timeout, which it restarts
+    with every chunk; None when it waits forever (or its setting is unknown)."""
+    return read_timeout if read_timeout is not None and math.isfinite(read_timeout) else None
 
 
 def plain_body(body: bytes, content_type: str | None) -> Seen | None:

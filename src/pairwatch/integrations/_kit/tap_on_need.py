@@ -26,9 +26,8 @@ from typing import Any, Final
 from pairwatch.channel import Channel
 from pairwatch.integrations._kit.request import Exchange
 from pairwatch.integrations._kit.stream import Tap
-from pairwatch.integrations._kit.watch import WATCHED, watch_later
+from pairwatch.integrations._kit.watch import WATCHED, register, unwatch, watch_later
 from pairwatch.runtime import guard
-from pairwatch.runtime.sweeper import SWEEPER
 
 try:  # the lock threading.RLock() returns, without that function's own Python call
     from _thread import RLock
@@ -47,7 +46,7 @@ class TapOnNeed:
     """Stands in for the :class:`Tap` of one exchange whose body may be read whole.
 
     Only for the body the caller gets undecoded by pairwatch (no ``Content-Encoding`` left
-    to undo), of a Content-Type seen before that is not an event stream, on a response that
+    to undo), of a Content-Type that is not an event stream, on a response that
     does not say the request is answered elsewhere: everything else gets its tap at once.
     """
 
@@ -79,8 +78,7 @@ class TapOnNeed:
         that fails before leaves nothing watching, to drop its batch a second time."""
         try:
             self._watch = watch = watch_later(owner, self)
-            WATCHED[id(watch)] = watch  # register(), written out: this is every exchange
-            SWEEPER.ensure_running()
+            register(watch)
         except Exception as exc:
             tap = self._built()
             if tap is not None:
@@ -102,7 +100,7 @@ class TapOnNeed:
         watch = self._watch
         if watch is not None:
             self._watch = None
-            WATCHED.pop(id(watch), None)  # unwatch(), written out
+            unwatch(watch)
         self._exchange.whole(bytes(data), self._content_type, False)
 
     def raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
