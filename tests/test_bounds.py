@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import pairwatch
 from pairwatch import Options
+from pairwatch.otel import deferred
 from pairwatch.otel.labels import Limiter
 from pairwatch.otel.names import OTHER_METHOD
 from pairwatch.otel.shared import TelemetryCache
@@ -145,3 +146,24 @@ def test_late_replies_are_counted_with_their_lateness(otel):
     assert otel.value("batch.unknown_id_response") == 2
     assert otel.hist("batch.response_lateness") == (2, 2.0)
     assert otel.value("pairwatch.internal_errors") == 0
+
+
+def test_the_drain_queue_holds_a_bounded_number_of_requests(otel, clock):
+    """A queued batch keeps its ids, methods and receive times until it is recorded: large
+    batches are recorded by the caller once the queue holds more than MAX_REQUESTS of them,
+    not only past MAX_ITEMS batches."""
+    pairwatch.flush()
+    options = Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    size = 1_000
+    per_drain = deferred.MAX_REQUESTS // size + 1  # the batch that crosses the bound drains
+    queued = []
+    for n in range(2 * per_drain):
+        channel = pairwatch.open_channel(bound=True, options=options)
+        channel.sent(dumps([req(n * size + i) for i in range(size)]))
+        clock.advance(0.01)
+        channel.replied(dumps([res(n * size + i) for i in range(size)]))
+        queued.append(deferred.pending())
+    assert queued == [*range(1, per_drain), 0] * 2
+    pairwatch.flush()
+    assert otel.value("batch.requests") == 2 * per_drain * size
+    assert otel.hist("batch.pair_latency")[0] == 2 * per_drain * size

@@ -5,7 +5,9 @@ the caller waits for; so closing a batch only appends it to a queue, and the SDK
 later, in bulk, with the same values, attributes and timestamps (spans carry the times the
 books recorded).  Who drains the queue, so that readers always see complete data:
 
-* the caller, once :data:`MAX_ITEMS` batches are queued (the back-pressure that bounds memory);
+* the caller, once :data:`MAX_ITEMS` batches or :data:`MAX_REQUESTS` of their requests are
+  queued (the back-pressure that bounds memory: a queued batch holds its ids, methods and
+  receive times until it is recorded);
 * a daemon thread, when callers have been quiet for :data:`INTERVAL` or the oldest item is
   :data:`MAX_AGE` old, so that a quiet process still exports its spans within a second;
 * every metric collection: an observable instrument's callback drains first, so a scrape or
@@ -29,10 +31,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["MAX_ITEMS", "flush", "on_drained", "submit"]
+__all__ = ["MAX_ITEMS", "MAX_REQUESTS", "flush", "on_drained", "submit"]
 
 MAX_ITEMS: Final = 256
 """Queued closed batches beyond which the caller records them itself, in one go."""
+
+MAX_REQUESTS: Final = 4096
+"""Requests of the queued batches beyond which the caller records them itself."""
 
 INTERVAL: Final = 0.1
 """Seconds between the drain thread's looks at the queue."""
@@ -49,6 +54,7 @@ _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 _last_submit = 0.0
 _first_queued = 0.0
+_requests = 0  # of the queued items (their weights): back-pressure, not an exact count
 _on_drained: list[Callable[[], Callable[[], None] | None]] = []
 
 
@@ -66,15 +72,17 @@ def on_drained(callback: Callable[[], None]) -> None:
         _on_drained.append(lambda: callback)
 
 
-def submit(fn: Callable[..., None], *args: Any) -> None:
-    """Queue ``fn(*args)``; the function must shield its own errors (telemetry does)."""
-    global _last_submit, _first_queued
+def submit(fn: Callable[..., None], *args: Any, weight: int = 1) -> None:
+    """Queue ``fn(*args)``; the function must shield its own errors (telemetry does).
+    ``weight``: the requests the item holds (a closed batch's size)."""
+    global _last_submit, _first_queued, _requests
     now = time.monotonic()
     if not _items:
         _first_queued = now
     _last_submit = now
     _items.append((fn, *args))
-    if len(_items) > MAX_ITEMS:
+    _requests += weight
+    if len(_items) > MAX_ITEMS or _requests > MAX_REQUESTS:
         flush()
     elif _thread is None:
         _start()
@@ -91,7 +99,9 @@ def pending() -> int:
 
 
 def _drain() -> None:
+    global _requests
     with _lock:
+        _requests = 0  # what is queued from here on is recorded by this drain or counted anew
         try:
             while _items:
                 try:
@@ -145,8 +155,9 @@ def _after_fork_in_child() -> None:
     batch, and then also registers the exit flush with multiprocessing's finalizers (a
     ``multiprocessing`` child ends with ``os._exit``, which skips ``atexit``).
     """
-    global _thread, _lock, _start_lock, _last_submit, _first_queued
+    global _thread, _lock, _start_lock, _last_submit, _first_queued, _requests
     _items.clear()
+    _requests = 0
     _thread = None
     _lock = threading.RLock()
     _start_lock = threading.Lock()

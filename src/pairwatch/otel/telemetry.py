@@ -12,8 +12,7 @@ turn them off (``spans=False``), sample traces, or bound them (``max_child_spans
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -93,11 +92,6 @@ class Telemetry(BatchRecords):
         self._add = sums.add
         self._observe = sums.observe
         deferred.on_drained(self._commit)
-        # batch_closed(labels, batch, span_attributes, policy): queue a closed batch's
-        # metrics and spans; the caller pays only the append (a partial: no frame of its own).
-        self.batch_closed: Callable[[Labels, Batch, SpanAttributes | None, SpanPolicy], None] = (
-            functools.partial(deferred.submit, self._record_batch)
-        )
         self.requests = counters["requests"]
         self.closed = counters["closed"]
         self.mismatch = counters["mismatch"]
@@ -148,6 +142,18 @@ class Telemetry(BatchRecords):
 
     def _failed(self, exc: Exception) -> None:
         guard.report("telemetry", exc, self.internal_error)
+
+    def batch_closed(
+        self,
+        labels: Labels,
+        batch: Batch,
+        span_attributes: SpanAttributes | None,
+        policy: SpanPolicy = DEFAULT_POLICY,
+    ) -> None:
+        """Queue a closed batch's metrics and spans: the caller pays only the append."""
+        deferred.submit(
+            self._record_batch, labels, batch, span_attributes, policy, weight=len(batch.keys)
+        )
 
     def _record_batch(
         self,
