@@ -37,7 +37,7 @@ class Row:
     note: str = ""
     skipped: str = ""
     # The --short failure threshold: twice the target, or twice the known current median
-    # where a target is missed by a documented gap (README, "Performance"), so that CI
+    # where a target is missed by a documented gap (docs/performance.md), so that CI
     # catches regressions and not the gap itself.
     known: float | None = None
     gated: bool = True  # absolute times swing with machine load: those are shown, not gated

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from _common import Results, Row
 
-from pairwatch.pairing import wire
+from pairwatch.pairing import _fast, wire
 
 Line = tuple[str, str, str, str]  # case, measured, target, met
 
@@ -88,7 +88,7 @@ def target_lines(results: Results) -> list[Line]:
             pick(r"^memory$", r"open batches of 1$"), 300.0, " B", lambda v: f"{v:.0f}",
         ),
     ]  # fmt: skip
-    fast = wire._fast is not None  # msgspec is a required dependency: the fast path is taken
+    fast = wire.parse_plain is _fast.plain  # msgspec is a required dependency: wire uses it
     lines.insert(
         3,
         (
