@@ -55,6 +55,7 @@ _start_lock = threading.Lock()
 _last_submit = 0.0
 _first_queued = 0.0
 _requests = 0  # of the queued items (their weights): back-pressure, not an exact count
+_exiting = False  # set by the exit flush: from then on the caller records what it closes
 _on_drained: list[Callable[[], Callable[[], None] | None]] = []
 
 
@@ -85,11 +86,20 @@ def submit(fn: Callable[..., None], *args: Any, weight: int = 1) -> None:
     if len(_items) > MAX_ITEMS or _requests > MAX_REQUESTS:
         flush()
     elif _thread is None:
-        _start()
+        if _exiting or sys.is_finalizing():
+            flush()  # no thread may start now: the interpreter would wait for it forever
+        else:
+            _start()
 
 
 def flush() -> None:
     """Record everything queued so far, on this thread; returns when it is recorded."""
+    _drain()
+
+
+def _flush_at_exit() -> None:
+    global _exiting
+    _exiting = True
     _drain()
 
 
@@ -178,7 +188,7 @@ def _start() -> None:
         if _thread is None:
             # Registered now, after the providers the first batch uses were created, so it
             # runs before their own exit hooks shut them down (atexit is last-in, first-out).
-            atexit.register(flush)
+            atexit.register(_flush_at_exit)
             # A multiprocessing child ends with os._exit (no atexit) after running its
             # finalizers; it clears the ones inherited from the parent after the fork, so
             # this runs here, at the child's first batch, not in the fork hook.

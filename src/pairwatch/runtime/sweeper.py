@@ -13,6 +13,7 @@ pending-id budget are :mod:`pairwatch.runtime.forks`'s job.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import weakref
@@ -71,7 +72,7 @@ class _Sweeper:
     def _start(self) -> None:
         # Under the lock.  The thread never returns (see _run): only a fork, which clears
         # it, ends it.
-        if self._thread is None:
+        if self._thread is None and not sys.is_finalizing():  # none may start at exit
             self._thread = threading.Thread(target=self._run, name="pairwatch-sweeper", daemon=True)
             self._thread.start()
 
