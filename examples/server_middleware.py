@@ -73,7 +73,12 @@ def main() -> None:
     proxy.run_in_thread()
     try:
         with httpx.Client() as client:
-            pairwatch.instrument(client, meter_provider=meters, on_batch_closed=crosscheck.client)
+            pairwatch.instrument(
+                client,
+                meter_provider=meters,
+                on_batch_closed=crosscheck.client,
+                propagate=True,  # the server's batch span joins the client's trace
+            )
             batch = [
                 {"jsonrpc": "2.0", "id": i, "method": "echo", "params": [i]} for i in [1, 2, 3]
             ]

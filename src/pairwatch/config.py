@@ -23,6 +23,7 @@ variable                               meaning
 ``PAIRWATCH_LATE_AGE``                 seconds, >= 0
 ``PAIRWATCH_REPAIR``                   boolean
 ``PAIRWATCH_CAPTURE_PAYLOADS``         boolean
+``PAIRWATCH_PROPAGATE``                boolean; ``true`` adds ``traceparent`` to HTTP requests
 ``PAIRWATCH_MAX_PAYLOAD_BYTES``        integer >= 0
 ``PAIRWATCH_ENABLED``                  boolean; ``false`` starts with the switch off
 ``PAIRWATCH_SDK_SHORTCUTS``            boolean; ``false``: the public OpenTelemetry API only
@@ -82,6 +83,7 @@ ENV_FIELDS: Final[Mapping[str, tuple[str, Callable[[str], Any]]]] = {
     "PAIRWATCH_LATE_AGE": ("late_age", _number(0, above=False, integer=False)),
     "PAIRWATCH_REPAIR": ("repair", _bool),
     "PAIRWATCH_CAPTURE_PAYLOADS": ("capture_payloads", _bool),
+    "PAIRWATCH_PROPAGATE": ("propagate", _bool),
     "PAIRWATCH_MAX_PAYLOAD_BYTES": ("max_payload_bytes", _number(0, above=False, integer=True)),
 }
 """Variable -> (``Options`` field, parser).  Callables and providers have no text form."""

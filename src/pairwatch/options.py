@@ -50,8 +50,11 @@ class Options:
     received (forever when the client has none, until the body ends or the response is
     dropped), so a long call the client still awaits is never counted missing.
 
-    ``propagate``: HTTP integrations add the current span's ``traceparent`` to a request
-    that has none, so a server running pairwatch's middleware joins the trace.
+    ``propagate``: off by default, so the caller's request and the bytes on the wire stay
+    exactly the caller's (a ``traceparent`` would tell a third-party provider the trace ids).
+    On, HTTP integrations add the span current at each send as ``traceparent`` to a request
+    that has none of the caller's, so a server running pairwatch's middleware joins the
+    trace (the server-side crosscheck needs it).
 
     Child spans stay within what an exporter can take: at most ``max_child_spans`` per batch
     (abnormal ids first, the rest counted on the batch span), or with ``child_spans=
@@ -75,7 +78,7 @@ class Options:
     late_ids: int = 1024
     late_age: float = 300.0
     method_timeouts: Mapping[str, float] | None = None
-    propagate: bool = True
+    propagate: bool = False
     max_child_spans: int = 1024
     child_spans: str = "all"  # or "abnormal"
     slow_span_seconds: float = 1.0

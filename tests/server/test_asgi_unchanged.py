@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import httpx
 from components import need
@@ -56,7 +57,11 @@ def test_two_clients_one_server_meet_in_one_trace_per_batch(otel: Otel):
     )
     tracer = otel.tracer_provider.get_tracer("test")
     parents: dict[str, list[int]] = {"httpx": [], "requests": []}
-    providers = {"meter_provider": otel.meter_provider, "tracer_provider": otel.tracer_provider}
+    providers = {
+        "meter_provider": otel.meter_provider,
+        "tracer_provider": otel.tracer_provider,
+        "propagate": True,
+    }
 
     def client_run(name: str, url: str) -> None:
         client = pairwatch.instrument(
@@ -101,8 +106,9 @@ def test_two_clients_one_server_meet_in_one_trace_per_batch(otel: Otel):
         assert s.attributes["pairwatch.side"] == s.kind.name.lower()
 
 
-def test_traceparent_is_added_only_inside_a_span_and_never_overwritten(otel: Otel):
-    """What the server received, as it received it: untraced requests go out unchanged."""
+def test_traceparent_is_added_only_when_asked_inside_a_span_and_never_overwritten(otel: Otel):
+    """What the server received, as it received it: by default nothing is added; asked to
+    propagate, untraced requests still go out unchanged and a caller's own header stays."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -116,18 +122,78 @@ def test_traceparent_is_added_only_inside_a_span_and_never_overwritten(otel: Ote
     app = Starlette(routes=[Route("/", echo_header, methods=["POST"])])
     tracer = otel.tracer_provider.get_tracer("test")
     with uvicorn_server(app) as base, httpx.Client(timeout=5) as client:
-        pairwatch.instrument(client, tracer_provider=otel.tracer_provider)
+        pairwatch.instrument(client, tracer_provider=otel.tracer_provider, propagate=True)
         assert client.post(base + "/", json=call(1)).json()["result"] is None
         with tracer.start_as_current_span("caller") as span:
             got = client.post(base + "/", json=call(2)).json()["result"]
             mine = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
             kept = client.post(base + "/", json=call(3), headers={"traceparent": mine})
         ctx = span.get_span_context()
-        assert got == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+        assert got == traceparent(span)
         assert kept.json()["result"] == mine
-        off = pairwatch.instrument(httpx.Client(timeout=5), propagate=False)
+        off = pairwatch.instrument(httpx.Client(timeout=5))  # the default: propagate=False
         with tracer.start_as_current_span("untold"), off:
             assert off.post(base + "/", json=call(4)).json()["result"] is None
+        assert ctx.is_valid
+
+
+def traceparent(span: Any) -> str:
+    ctx = span.get_span_context()
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+
+
+def test_a_request_object_sent_twice_carries_each_sends_span_and_stays_the_callers(otel: Otel):
+    """httpx ``send(req)`` and requests' ``send(prepared)`` twice, under span a then span b:
+    by default the caller's headers are untouched; asked to propagate, each send carries its
+    own span (pairwatch's earlier header replaced), a caller's own header is never replaced,
+    and the response's request is the caller's object."""
+    import requests
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def echo_header(request: Request) -> JSONResponse:
+        body = json.loads(await request.body())
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": body["id"], "result": request.headers.get("traceparent")}
+        )
+
+    app = Starlette(routes=[Route("/", echo_header, methods=["POST"])])
+    tracer = otel.tracer_provider.get_tracer("test")
+    mine = "00-" + "3" * 32 + "-" + "4" * 16 + "-01"
+    with uvicorn_server(app) as base:
+        for propagate in (False, True):
+            hx = pairwatch.instrument(
+                httpx.Client(timeout=5), tracer_provider=otel.tracer_provider, propagate=propagate
+            )
+            rq = pairwatch.instrument(
+                requests.Session(), tracer_provider=otel.tracer_provider, propagate=propagate
+            )
+            with hx, rq:
+                req = hx.build_request("POST", base + "/", json=call(1))
+                prepared = rq.prepare_request(requests.Request("POST", base + "/", json=call(1)))
+                before = (dict(req.headers), dict(prepared.headers))
+                seen: list[tuple[str | None, str | None, str]] = []
+                for name in ("a", "b"):
+                    with tracer.start_as_current_span(name) as span:
+                        r1 = hx.send(req)
+                        r2 = rq.send(prepared)
+                        seen.append((r1.json()["result"], r2.json()["result"], traceparent(span)))
+                        assert r1.request is req
+                        assert r2.request is prepared
+                if propagate:
+                    assert [(a, b) for a, b, _ in seen] == [(t, t) for _, _, t in seen]
+                    assert seen[0][2] != seen[1][2]
+                else:
+                    assert [(a, b) for a, b, _ in seen] == [(None, None), (None, None)]
+                    assert (dict(req.headers), dict(prepared.headers)) == before
+                # A caller's own traceparent is left alone, whatever pairwatch set before.
+                req.headers["traceparent"] = mine
+                prepared.headers["traceparent"] = mine
+                with tracer.start_as_current_span("c"):
+                    assert hx.send(req).json()["result"] == mine
+                    assert rq.send(prepared).json()["result"] == mine
 
 
 async def test_aiohttp_propagates_on_a_copy_of_the_callers_headers(otel: Otel):
@@ -148,7 +214,7 @@ async def test_aiohttp_propagates_on_a_copy_of_the_callers_headers(otel: Otel):
     mine = {"X-Twice": "1"}
     with uvicorn_server(app) as base:
         async with aiohttp.ClientSession() as session:
-            pairwatch.instrument(session, tracer_provider=otel.tracer_provider)
+            pairwatch.instrument(session, tracer_provider=otel.tracer_provider, propagate=True)
             async with session.post(base + "/", json=call(1), headers=mine) as r:
                 untraced = (await r.json())["result"]
             with tracer.start_as_current_span("caller") as span:

@@ -45,6 +45,7 @@ def test_proxy_drops_are_client_missing_server_paired_and_lost_in_transit(otel: 
                 meter_provider=otel.meter_provider,
                 tracer_provider=otel.tracer_provider,
                 on_batch_closed=crosscheck.client,
+                propagate=True,
             )
             replies = [client.post(proxy.url, json=b).json() for b in batches]
         wait_until(lambda: len(crosscheck.verdicts) == 4, what="four joined batches")

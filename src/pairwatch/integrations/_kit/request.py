@@ -7,6 +7,7 @@ step runs around a library's send method): this module says *what* an exchange i
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -105,20 +106,47 @@ def decoded_payload(value: object) -> wire.Payload | None:
 
 
 def inject_context(headers: Any, current: Context | None = None) -> None:
-    """Add the current trace context to a request's headers, as OpenTelemetry's HTTP client
-    instrumentations do, so the server's batch span joins this trace.
+    """Add the current trace context to a request's headers (``Options(propagate=True)``),
+    as OpenTelemetry's HTTP client instrumentations do, so the server's batch span joins
+    this trace.
 
-    Nothing is added without a current span (an untraced request goes out unchanged), nor
-    over a header the caller or another instrumentation already set.
+    Nothing is added without a current span, nor over a header the caller or another
+    instrumentation set.  What pairwatch set on an earlier send of the same request object
+    is its own: replaced by this send's context, so a request sent again under another span
+    does not carry the first span's trace.
     """
     if current is not None and not current:
         return  # an empty context holds no span (what get_current_span would find out)
     if not trace.get_current_span(current).get_span_context().is_valid:
         return
     propagator = propagate.get_global_textmap()
-    if any(field in headers for field in propagator.fields):
+    ours = _injected.get(id(headers))
+    if ours is not None and ours[0]() is not headers:
+        ours = None  # another object that took a collected one's id
+    for field in propagator.fields:
+        if field in headers and (ours is None or headers.get(field) != ours[1].get(field)):
+            return  # the caller's own
+    carrier: dict[str, str] = {}
+    propagator.inject(carrier, context=current)
+    for field in propagator.fields:
+        if field not in carrier and ours is not None and field in ours[1]:
+            del headers[field]  # ours from an earlier send, absent from this context
+    for key, value in carrier.items():
+        headers[key] = value
+    slot = id(headers)
+    try:
+        ref = weakref.ref(headers, lambda _: _injected.pop(slot, None))
+    except TypeError:  # not weakly referable: nothing remembered, an earlier value stays
         return
-    propagator.inject(headers)
+    if len(_injected) >= _MAX_INJECTED:
+        _injected.clear()
+    _injected[slot] = (ref, carrier)
+
+
+_MAX_INJECTED: Final = 4096
+_injected: dict[int, tuple[weakref.ref[Any], dict[str, str]]] = {}
+"""Header objects pairwatch added trace context to, and what it added (held weakly: an entry
+goes with its request).  Bounded: past the cap it starts over."""
 
 
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
