@@ -29,7 +29,9 @@ def capture_for(options: Options) -> Capture | None:
     """A channel's own payload capture, when ``options`` ask for one."""
     if not options.capture_payloads:
         return None
-    return Capture(options.max_payload_bytes, options.redact, options.max_pending_ids)
+    return Capture(
+        options.max_payload_bytes, options.redact, options.max_pending_ids, options.max_child_spans
+    )
 
 
 def telemetry_for(options: Options) -> Telemetry:

@@ -6,8 +6,11 @@ its response are passed through ``redact`` (which sees the decoded message and r
 may be recorded, or ``None`` for nothing), serialised, and cut to ``max_payload_bytes``.
 A redact hook that raises records nothing for that message: capture fails closed.
 
-Text is kept per channel only while its request is pending (at most ``max_pending_ids``
-entries) and handed to the batch when it closes, so capture never outlives the books.
+Text is kept per channel only while its request is pending and handed to the batch when it
+closes, so capture never outlives the books.  What is kept is bounded three ways: at most
+``max_entries`` ids, :data:`PER_ID` texts per id (a client reusing one id, or a server
+answering it 150,000 times, gets no more), and ``per_payload`` requests of one payload (only
+that many child spans can carry them).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pairwatch.pairing.records import Batch
 from pairwatch.runtime import guard
 
 TRUNCATED: Final = "...[truncated]"
+PER_ID: Final = 4
+"""Texts kept per id and direction; a response is kept only while a request text awaits it."""
 
 Redact = Callable[[Any], Any]
 
@@ -37,12 +42,17 @@ def _elements(raw: object) -> list[Any]:
 class Capture:
     """One channel's pending payload text, keyed by request id."""
 
-    __slots__ = ("_limit", "_lock", "_max_entries", "_redact", "_requests", "_responses")
+    __slots__ = (
+        "_limit", "_lock", "_max_entries", "_per_payload", "_redact", "_requests", "_responses",
+    )  # fmt: skip
 
-    def __init__(self, max_bytes: int, redact: Redact | None, max_entries: int) -> None:
+    def __init__(
+        self, max_bytes: int, redact: Redact | None, max_entries: int, per_payload: int = 1024
+    ) -> None:
         self._limit = max(0, max_bytes)
         self._redact = redact
         self._max_entries = max_entries
+        self._per_payload = per_payload
         self._requests: dict[wire.IdKey, list[str | None]] = {}
         self._responses: dict[wire.IdKey, list[str | None]] = {}
         self._lock = threading.Lock()
@@ -63,8 +73,12 @@ class Capture:
         return data[: self._limit].decode("utf-8", "ignore") + TRUNCATED
 
     def sent(self, raw: object) -> None:
+        room = self._per_payload
         for element in _elements(raw):
             if isinstance(element, dict) and "method" in element and "id" in element:
+                if room <= 0:
+                    return
+                room -= 1
                 self._keep(self._requests, element, check_pending=False)
 
     def received(self, raw: object) -> None:
@@ -78,11 +92,21 @@ class Capture:
         if key is None:
             return
         with self._lock:
-            if check_pending and key not in self._requests:
-                return  # an unknown id: nothing will ever take it
-            if key not in table and len(table) >= self._max_entries:
+            if check_pending:
+                awaiting = self._requests.get(key)
+                if awaiting is None:
+                    return  # an unknown id: nothing will ever take it
+                cap = len(awaiting)  # one response per request text, no more
+            else:
+                cap = PER_ID
+            texts = table.get(key)
+            if texts is None:
+                if len(table) >= self._max_entries:
+                    return
+                texts = table[key] = []
+            elif len(texts) >= cap:
                 return
-            table.setdefault(key, []).append(self.text(element))
+            texts.append(self.text(element))
 
     def attach(self, batch: Batch) -> None:
         """Hand a closing batch the text of its requests and responses, and forget it."""
