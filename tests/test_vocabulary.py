@@ -87,6 +87,11 @@ def test_every_exported_instrument_is_a_row_with_its_unit_and_description(otel, 
     channel.received(dumps([res(2), res(9)]))
     channel.close("body_end")
     channel.repaired({"reordered": 1})
+    unchecked = pairwatch.open_channel(
+        bound=True, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+    )
+    unchecked.sent(dumps(req(3, "c")))
+    unchecked.unchecked("body_cap")
     data = otel.reader.get_metrics_data()
     exported = {}
     for rm in data.resource_metrics:
@@ -103,7 +108,7 @@ def test_every_exported_instrument_is_a_row_with_its_unit_and_description(otel, 
     }
     assert exported == want
     spans = otel.spans()
-    assert len(spans) == 3
+    assert len(spans) == 5
     assert {s.instrumentation_scope.schema_url for s in spans} == {SCHEMA_URL}
 
 

@@ -207,6 +207,16 @@ class Channel:
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
 
+    def unchecked(self, reason: str) -> None:
+        """Close every open batch unchecked: pairwatch could not read the reply (``reason``:
+        ``body_cap``, ``body_budget``...).  What is pending counts in
+        ``batch.unchecked_request``, never as missing; the caller is not affected."""
+        try:
+            self._closed = True
+            self.ledger.close("unchecked", reason)
+        except Exception as exc:
+            guard.report("close", exc, self.telemetry.internal_error)
+
     def close_batch(self, batch: Batch, reason: str) -> None:
         """Close one batch (as returned by :meth:`sent`) whose caller stopped waiting.
 

@@ -97,6 +97,7 @@ class Telemetry(BatchRecords):
         self.mismatch = counters["mismatch"]
         self.unknown = counters["unknown"]
         self.missing = counters["missing"]
+        self.unchecked = counters["unchecked"]
         self.null = counters["null"]
         self.duplicate = counters["duplicate"]
         self.invalid = counters["invalid"]
@@ -192,6 +193,11 @@ class Telemetry(BatchRecords):
                 return  # what the checks below read was never written: nothing went wrong
             if batch.missing:
                 self._record_missing(labels, batch)
+            if batch.excused:
+                kind, reason = batch.excused_as or ("unchecked", "unknown")
+                if kind == "unchecked":
+                    attrs_reason = labels.extra(is_batch, **{REASON: reason})
+                    self._add(self.unchecked, batch.excused, attrs_reason)
             if batch.count_mismatch:
                 self._add(self.mismatch, 1, attrs)
             if batch.out_of_order:

@@ -129,6 +129,10 @@ INSTRUMENTS: Final[tuple[Instrument, ...]] = (
         pairing=True, short="missing", words="missing responses",
     ),
     _counter(
+        "unchecked", "batch.unchecked_request", "{request}",
+        "Requests whose reply pairwatch could not check (past its body caps), by reason",
+    ),
+    _counter(
         "unknown", "batch.unknown_id_response", "{response}",
         "Responses whose id matched nothing pending",
         pairing=True, short="unknown_id", words="unknown-id responses",

@@ -422,13 +422,24 @@ class Ledger:
         self.sink.stray(batch, tally)
 
     # ------------------------------------------------------------------ closing
-    def close(self, reason: str = "closed") -> None:
-        """Close every open batch of the channel (body end, stream end, stream dropped...)."""
+    def close(self, reason: str = "closed", excused: str | None = None) -> None:
+        """Close every open batch of the channel (body end, stream end, stream dropped...).
+
+        ``excused``: what is still pending is not missing but counted under ``reason`` with
+        this sub-reason (``close("unchecked", "body_cap")``: the reply could not be checked).
+        """
         closed: list[Batch] = []
         with self._lock:
+            if excused is not None:
+                self._excuse((reason, excused))
             self._close_open(reason, closed, self._clock())
         if closed:
             self._emit(closed)
+
+    def _excuse(self, excused: tuple[str, str]) -> None:
+        for batch in (self._single, *self._open.values()):
+            if batch is not None and batch.paired < len(batch.keys):
+                batch.excused_as = excused
 
     def close_batch(self, batch: Batch, reason: str) -> None:
         """Close one batch now: its caller stopped waiting (a client library's own timeout,

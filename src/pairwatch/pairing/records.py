@@ -230,6 +230,11 @@ class Batch(_LateReplies):
     unknown = _Rare(0)
     null = _Rare(0)
     missing = _Rare(0)
+    # (kind, reason) when the batch closed as something its unanswered requests are not
+    # missing for: ("unchecked", "body_cap") when pairwatch could not check the reply.
+    # They are counted in ``excused`` instead of ``missing``.
+    excused_as = _Rare[tuple[str, str] | None](None)
+    excused = _Rare(0)
     # Unknown-id replies that came after this batch had closed (handed to the sink as a stray
     # tally, never re-counted here): kept for per-batch readers such as the audit.
     late_unknown = _Rare(0)
@@ -385,7 +390,10 @@ class Batch(_LateReplies):
                 if key is not None:
                     found.append((index, key))
         if missing:
-            self.missing += missing
+            if self.rare is not None and self.excused_as is not None:
+                self.excused += missing
+            else:
+                self.missing += missing
         return found
 
     def answer(self, index: int, now: float, error: bool, code: int | None, invalid: bool) -> None:
