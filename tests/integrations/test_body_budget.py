@@ -2,8 +2,9 @@
 
 Each body is capped (64 MiB), but hundreds of slow exchanges could each hold one: the
 budget (256 MiB by default, :data:`pairwatch.integrations._kit.body.DEFAULT_BODY_BUDGET`) caps
-them all.  A body that does not fit stops being buffered and its exchange closes as missing
-with reason ``body_too_large``; the caller still gets every byte.  Here the budget is
+them all.  A body that does not fit stops being buffered and its exchange is not checked:
+its requests count in ``batch.unchecked_request`` with reason ``body_budget``, never as
+missing; the caller still gets every byte.  Here the budget is
 lowered to 100 bytes: one exchange holds 40 bytes of a half-sent body while another
 buffered reply of 80 bytes arrives.
 """
@@ -40,7 +41,7 @@ def small_budget(monkeypatch):
     assert budget.used == 0  # every charge was released
 
 
-def test_a_body_past_the_process_budget_closes_as_body_too_large(otel, scripted, small_budget):
+def test_a_body_past_the_process_budget_is_unchecked(otel, scripted, small_budget):
     go_on = threading.Event()
     SCRIPTS["/half"] = (200, {"Content-Type": "application/json"}, [REPLY[:40], REPLY[40:]], False)
 
@@ -62,21 +63,21 @@ def test_a_body_past_the_process_budget_closes_as_body_too_large(otel, scripted,
         assert small_budget.used == 40
         other = client.post(scripted + "/whole", content=REQUEST)
         assert other.content == REPLY  # the caller is unaffected
-        assert otel.value("batch.missing_response", pairwatch__close_reason="body_too_large") == 2
+        assert otel.value("batch.unchecked_request", pairwatch__reason="body_budget") == 2
         go_on.set()
         assert first + b"".join(chunks) == REPLY
     assert otel.counters() == {
         "batch.requests": 4,
         "batch.closed": 2,
-        "batch.missing_response": 2,
-        "batch.response_count_mismatch": 1,
+        "batch.unchecked_request": 2,
     }
+    assert otel.value("batch.closed", pairwatch__close_reason="unchecked") == 1
     assert otel.value("batch.closed", pairwatch__close_reason="body_end") == 1
     assert otel.hist("batch.pair_latency")[0] == 2
 
 
 @pytest.mark.parametrize("status", [202, 307])
-def test_a_reply_answered_elsewhere_past_the_budget_is_body_too_large(
+def test_a_reply_answered_elsewhere_past_the_budget_is_unchecked(
     otel, scripted, small_budget, status
 ):
     """A 202 or a redirect whose body does not fit is judged like any other body that does
@@ -96,10 +97,9 @@ def test_a_reply_answered_elsewhere_past_the_budget_is_body_too_large(
     assert otel.counters() == {
         "batch.requests": 2,
         "batch.closed": 1,
-        "batch.missing_response": 2,
-        "batch.response_count_mismatch": 1,
+        "batch.unchecked_request": 2,
     }
-    assert otel.value("batch.missing_response", pairwatch__close_reason="body_too_large") == 2
+    assert otel.value("batch.unchecked_request", pairwatch__reason="body_budget") == 2
 
 
 def test_a_tap_dropped_half_read_gives_its_share_back(otel, small_budget):

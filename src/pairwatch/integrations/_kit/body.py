@@ -9,9 +9,10 @@ instead of failing the body.  The strict UTF-8 attempt comes first: plain bodies
 nothing extra.
 
 Budget: each body is capped (``MAX_BODY``), but a process with hundreds of slow exchanges
-could still buffer hundreds of such bodies.  :func:`body_budget` caps the bytes all taps
-buffer together; a body that does not fit stops being buffered and closes as missing with
-reason ``body_too_large`` (the caller is unaffected: pairwatch only drops its copy).
+could still buffer hundreds of such bodies.  :func:`body_budget` caps the bytes everything
+pairwatch holds for itself takes together (client taps, event-stream parsers, middleware
+request bodies), charged before the bytes exist; an exchange that does not fit is left
+unchecked (``batch.unchecked_request``, never missing: the caller is unaffected).
 """
 
 from __future__ import annotations

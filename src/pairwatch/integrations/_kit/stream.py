@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
 
 from pairwatch.channel import Channel
 from pairwatch.integrations._kit import decoders as _decoders
@@ -78,6 +79,7 @@ class Tap:
 
     __slots__ = (
         "__weakref__",
+        "_broken",
         "_buffer",
         "_channel",
         "_charset",
@@ -110,6 +112,7 @@ class Tap:
         # single-object reply to a batch.
         self._split = batch_sent
         self._done = False
+        self._broken = False  # the encoded body did not decode: the client cannot read it
         self._buffer: list[bytes] = []
         self._size = 0
         # No encoding: identity, whatever chose (or did not choose) the decoder.
@@ -158,9 +161,11 @@ class Tap:
         decoder = self._decoder
         if decoder is None or decoder is _decoders.UNSUPPORTED:
             self._feed(data, None)
+        elif decoder is _decoders.UNBOUNDED:
+            self._unchecked("encoding")  # no bounded decoder here: not decoded at all
         else:
             self._flush = True  # the decoder holds state: flush it at the end
-            self._feed(data, decoder)
+            self._feed(data, decoder)  # type: ignore[arg-type]
 
     def last_raw_chunk(self, data: bytes | bytearray | memoryview) -> None:
         """:meth:`raw_chunk` then :meth:`end`; a last chunk that is the whole body and needs
@@ -179,43 +184,97 @@ class Tap:
         self.raw_chunk(data)
         self.end()
 
-    def _feed(self, data: bytes | bytearray | memoryview, decoder: Any) -> None:
+    def _feed(
+        self, data: bytes | bytearray | memoryview, decoder: _decoders.Decoder | None
+    ) -> None:
         # An encoding the client library does not decode reaches the caller undecoded;
         # pairwatch then reads the same undecoded bytes (decoder None).
-        if self._done or not data:
+        if self._done or self._broken or not data:
             return
         try:
             if self._read_timeout is not None:
                 self._channel.postpone(self._read_timeout)
-            self._take(bytes(data) if decoder is None else decoder.decode(bytes(data)))
+            if decoder is None:
+                if self._charge(len(data)):
+                    self._take(bytes(data))
+            else:
+                self._decode(bytes(data), decoder.decode)
         except Exception as exc:
             self._fail("tap_chunk", exc)
 
-    def _take(self, data: bytes) -> None:
-        if not data:
-            return
-        if self._sse is not None:
-            for event in self._sse.feed(data):
-                payload, text = parse_body(event, None)  # SSE is UTF-8 by definition
-                if self._split and not payload.is_batch and payload.unparseable is None:
-                    payload = wire.Payload(True, payload.messages)
-                self._channel.received_parsed(payload, text)
-            return
-        size = len(data)
-        if self._size + size > MAX_BODY or not body_budget().take_all(size):
-            self._release()
-            self._finish("body_too_large")
-            return
+    def _decode(self, data: bytes, decode: Callable[[bytes, int], bytes]) -> None:
+        """Decode a chunk a step at a time, each step's output charged before it is made:
+        a small body that inflates without end costs one step, then the exchange is
+        unchecked."""
+        while not self._done:
+            step = min(STEP, MAX_BODY - self._size) + 1  # a byte past the cap shows it passed
+            if not _BODIES.take_all(step):
+                self._unchecked("body_budget")
+                return
+            try:
+                out = decode(data, step)
+            except Exception:  # not in its Content-Encoding: a reply nobody can read
+                self._broken = True
+                self._release()
+                return
+            finally:
+                _BODIES.release(step)
+            data = b""
+            if not out:
+                return
+            if self._charge(len(out)):
+                self._take(out)
+
+    def _charge(self, size: int) -> bool:
+        """Charge ``size`` more held bytes to this body and the process budget, before they
+        are held; past either, the exchange is unchecked."""
+        if self._size + size > MAX_BODY:
+            self._unchecked("body_cap")
+            return False
+        if not _BODIES.take_all(size):
+            self._unchecked("body_budget")
+            return False
         self._size += size
-        self._buffer.append(data)
+        return True
+
+    def _take(self, data: bytes) -> None:
+        """Hold ``data`` (already charged): buffered for a JSON body, parsed for a stream."""
+        sse = self._sse
+        if sse is None:
+            self._buffer.append(data)
+            return
+        events = sse.feed(data)
+        held = sse.held  # what the parser keeps now: the charge follows it down
+        if held < self._size:
+            _BODIES.release(self._size - held)
+            self._size = held
+        for event in events:
+            payload, text = parse_body(event, None)  # SSE is UTF-8 by definition
+            if self._split and not payload.is_batch and payload.unparseable is None:
+                payload = wire.Payload(True, payload.messages)
+            self._channel.received_parsed(payload, text)
+        if sse.overflow:
+            self._unchecked("body_cap")
 
     def end(self) -> None:
         """The body or stream ended normally: pair what is left and close the exchange."""
         if self._done:
             return
         try:
+            if self._broken:
+                self._channel.received_parsed(_UNDECODABLE)
+                self._finish("stream_end" if self._sse is not None else "body_end")
+                return
             if self._flush:
-                self._take(self._decoder.flush())  # type: ignore[union-attr]
+                try:
+                    rest = self._decoder.flush()  # type: ignore[union-attr]
+                except Exception:  # cut short inside the encoding
+                    self._broken = True
+                    self._release()
+                    self.end()
+                    return
+                if rest and self._charge(len(rest)):
+                    self._take(rest)
                 if self._done:
                     return
             if self._sse is not None:
@@ -263,7 +322,7 @@ class Tap:
     def _release(self) -> None:
         self._buffer = []
         size, self._size = self._size, 0
-        body_budget().release(size)
+        _BODIES.release(size)
 
     def _stop(self) -> None:
         """Nothing more reaches the books, and the caller's response is watched no more."""
@@ -275,6 +334,12 @@ class Tap:
     def _finish(self, reason: str) -> None:
         self._stop()
         self._channel.close(reason)
+
+    def _unchecked(self, reason: str) -> None:
+        """Stop reading this body: its requests are counted unchecked, never missing."""
+        self._release()
+        self._stop()
+        self._channel.unchecked(reason)
 
     def fail(self, kind: str, exc: BaseException) -> None:
         """Report ``exc`` and close the exchange: nothing more reaches the books."""
@@ -330,3 +395,9 @@ def plain_body(body: bytes, content_type: str | None) -> Seen | None:
 
 _BODIES = body_budget()
 """The process's body budget, read here without a call per body (it is never replaced)."""
+
+_UNDECODABLE: Final = wire.Payload(False, (), "undecodable")
+"""A body that does not decode in its Content-Encoding: one unparseable reply."""
+
+STEP: Final = 1 << 20
+"""Bytes one decoding step may produce: the most a body costs beyond what it holds."""
