@@ -20,6 +20,7 @@ from pairwatch.server.exchange import (
     APP_ERROR,
     Exchange,
     counter,
+    may_be_jsonrpc,
     middleware_options,
     parent_context,
     server_name,
@@ -40,8 +41,9 @@ class PairwatchMiddleware:
     ``server_address`` names this server in ``server.address`` (default: the host name of
     each request's ``Host`` header, which is what client integrations label the same server
     with).  Other keywords are :class:`~pairwatch.channel.Options` fields
-    (``meter_provider=...``, ``timeout=...``).  Only ``POST`` requests are looked at; the
-    rest (the ``GET`` of an MCP event stream, lifespan, websockets) pass through untouched.
+    (``meter_provider=...``, ``timeout=...``).  Only ``POST`` requests whose Content-Type may
+    be JSON are looked at; the rest (uploads, the ``GET`` of an MCP event stream, lifespan,
+    websockets) pass through untouched.
     """
 
     def __init__(
@@ -92,6 +94,8 @@ class PairwatchMiddleware:
                 (bytes(k).decode("latin-1").lower(), bytes(v).decode("latin-1"))
                 for k, v in scope.get("headers", ())
             ]
+            if not may_be_jsonrpc(next((v for k, v in headers if k == "content-type"), None)):
+                return None
             host = self.server_address
             if host is None:
                 host = server_name(next((v for k, v in headers if k == "host"), None))

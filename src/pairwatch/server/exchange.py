@@ -24,6 +24,7 @@ from opentelemetry import propagate, trace
 from pairwatch import config
 from pairwatch.channel import Channel, Options
 from pairwatch.channel.sink import telemetry_for
+from pairwatch.integrations._kit.body import body_budget
 from pairwatch.integrations._kit.request import request_payload
 from pairwatch.integrations._kit.stream import MAX_BODY, Tap
 from pairwatch.runtime import guard
@@ -32,6 +33,7 @@ __all__ = [
     "APP_ERROR",
     "Exchange",
     "counter",
+    "may_be_jsonrpc",
     "middleware_options",
     "parent_context",
     "server_name",
@@ -41,6 +43,15 @@ APP_ERROR: Final = "app_error"
 """Close reason: the application raised before it finished its reply."""
 
 _NO_REPLY: Final = frozenset({204, 205, 304})
+
+
+def may_be_jsonrpc(content_type: str | None) -> bool:
+    """Whether a request body of this Content-Type may be JSON-RPC, so worth buffering: none
+    given, or a JSON type (``application/json``, ``application/json-rpc``, ``*+json``).
+    Uploads, forms and the rest stream through without a byte kept."""
+    if not content_type:
+        return True
+    return "json" in content_type.split(";", 1)[0].lower()
 
 
 def middleware_options(options: Options | None, settings: dict[str, Any]) -> Options:
@@ -94,7 +105,8 @@ def counter(options: Options) -> guard.ErrorCounter | None:
 class Exchange:
     """The books of one request/response exchange, opened when the request body is complete.
 
-    A body that is not JSON-RPC (or larger than the cap) opens nothing, and everything after
+    A body that is not JSON-RPC (or larger than the cap, or past the process body budget,
+    which its bytes are charged to before they are kept) opens nothing, and everything after
     is a no-op: a health check costs one sniff of its body.  A response that starts before
     the body was read (a redirect, a 404 of an unread body) is not a reply to it.
     """
@@ -135,10 +147,11 @@ class Exchange:
             return
         try:
             if data:
-                self._size += len(data)
-                if self._size > MAX_BODY:
+                size = len(data)
+                if self._size + size > MAX_BODY or not body_budget().take_all(size):
                     self._give_up()
                     return
+                self._size += size
                 self._body.append(bytes(data))
             if not more:
                 self._open()
@@ -147,7 +160,7 @@ class Exchange:
 
     def _open(self) -> None:
         body = b"".join(self._body)
-        self._body = []
+        self._forget_body()
         payload = request_payload(body)
         if payload is None:
             self._gave_up = True
@@ -214,7 +227,16 @@ class Exchange:
 
     def _give_up(self) -> None:
         self._gave_up = True
+        self._forget_body()
+
+    def _forget_body(self) -> None:
         self._body = []
+        size, self._size = self._size, 0
+        body_budget().release(size)
+
+    def __del__(self) -> None:
+        if self._size:  # a request body the application never finished reading
+            self._forget_body()
 
     def _fail(self, kind: str, exc: BaseException) -> None:
         self._give_up()

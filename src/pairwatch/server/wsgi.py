@@ -21,6 +21,7 @@ from pairwatch.server.exchange import (
     APP_ERROR,
     Exchange,
     counter,
+    may_be_jsonrpc,
     middleware_options,
     parent_context,
     server_name,
@@ -73,6 +74,8 @@ class PairwatchWSGIMiddleware:
 
     def _exchange(self, environ: Environ) -> Exchange | None:
         try:
+            if not may_be_jsonrpc(environ.get("CONTENT_TYPE")):
+                return None
             headers = [
                 (key[5:].replace("_", "-").lower(), value)
                 for key, value in environ.items()
