@@ -132,14 +132,40 @@ class Progress:
         self.done += nbytes
 
 
-def read_lines(stream: BinaryIO, path: str, progress: Progress) -> Iterator[tuple[int, str]]:
+MAX_LINE: Final = 64 * 1024 * 1024
+"""Bytes of one line of a line capture (JSON Lines, stdio transcripts), the HTTP body cap."""
+
+_SKIP_STEP: Final = 1024 * 1024
+
+
+def read_lines(
+    stream: BinaryIO, path: str, progress: Progress, stats: ReadStats | None = None
+) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` from a binary stream, one line in memory at a time.
 
     Bytes that are not UTF-8 are a capture error naming the line: binary garbage must not
-    turn into a traceback or into silently skipped data.
+    turn into a traceback or into silently skipped data.  A line longer than
+    :data:`MAX_LINE` is skipped in steps of constant size (a file with no newline at all
+    must not be read into memory whole) and counted in ``stats.skipped``.
     """
-    for number, raw in enumerate(stream, start=1):
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        number += 1
         progress.advance(len(raw))
+        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+            del raw
+            while True:  # the rest of the line, a step at a time
+                rest = stream.readline(_SKIP_STEP)
+                progress.advance(len(rest))
+                if not rest or rest.endswith(b"\n"):
+                    break
+            if stats is not None:
+                stats.units += 1
+                stats.skipped[f"line over {MAX_LINE // (1024 * 1024)} MiB"] += 1
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -47,7 +47,7 @@ DIRECTIONS: Final[dict[str, Direction]] = {
 
 def read(stream: BinaryIO, path: str, progress: Progress, stats: ReadStats) -> Iterator[Step]:
     stats.unit = "line"
-    for number, text in read_lines(stream, path, progress):
+    for number, text in read_lines(stream, path, progress, stats):
         stats.units += 1
         if not text.strip():
             continue

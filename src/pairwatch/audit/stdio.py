@@ -42,7 +42,7 @@ MARKERS: Final[tuple[tuple[str, Direction], ...]] = (
 
 def read(stream: BinaryIO, path: str, progress: Progress, stats: ReadStats) -> Iterator[Step]:
     stats.unit = "line"
-    for number, text in read_lines(stream, path, progress):
+    for number, text in read_lines(stream, path, progress, stats):
         stats.units += 1
         line = text.strip()
         if not line or line.startswith("#"):
