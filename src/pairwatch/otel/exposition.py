@@ -33,11 +33,12 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
     Sum,
 )
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Exemplar
 
+from pairwatch.otel.scrape_server import ScrapeServer
 from pairwatch.otel.vocabulary import label_name, prometheus_name
 
 __all__ = ["PrometheusReader", "prometheus_name", "serve", "translate"]
@@ -204,5 +205,9 @@ def serve(
     provider = MeterProvider(metric_readers=[reader, *readers], views=list(views))
     registry = registry or CollectorRegistry()
     registry.register(reader.collector())
-    server, _thread = start_http_server(port, addr=addr, registry=registry)
+    try:
+        server = ScrapeServer(addr, port, registry)
+    except BaseException:
+        provider.shutdown()
+        raise
     return provider, server
