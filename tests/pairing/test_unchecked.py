@@ -30,7 +30,10 @@ def test_the_pending_requests_of_an_unchecked_exchange_are_unchecked(otel: Otel)
         "batch.unchecked_request": 2,
     }
     assert otel.value("batch.unchecked_request", pairwatch__reason="body_cap") == 2
-    assert otel.value("batch.closed", pairwatch__diagnosis="ok", pairwatch__close_reason="unchecked")
+    closed = otel.value(
+        "batch.closed", pairwatch__diagnosis="ok", pairwatch__close_reason="unchecked"
+    )
+    assert closed == 1
     assert otel.hist("batch.pair_latency")[0] == 1
     spans = {s.name: s for s in otel.spans()}
     children = [s for s in otel.spans() if s.name != "jsonrpc batch"]
