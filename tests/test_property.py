@@ -19,12 +19,22 @@ behaviours = st.lists(
 )
 
 
-def reference(request_ids, reply_ids):
-    """Count by definition: a multiset of pending ids, answered in arrival order."""
+def reference(request_ids, reply_ids, cancelled=()):
+    """Count by definition: a multiset of pending ids, answered in arrival order.  Each
+    cancelled id first withdraws the oldest request pending under it; a reply that then
+    finds no request pending under a withdrawn id came after the withdrawal (once per id)."""
     pending: dict[object, list[int]] = {}
     for index, key in enumerate(request_ids):
         pending.setdefault(key, []).append(index)
-    paired = unknown = null = 0
+    withdrawn = 0
+    withdrawn_keys: set[object] = set()
+    for key in cancelled:
+        if pending.get(key):
+            pending[key].pop(0)
+            withdrawn += 1
+            withdrawn_keys.add(key)
+    paired = null = after = 0
+    unknown_ids: list[object] = []
     high = -1
     out_of_order = False
     for key in reply_ids:
@@ -36,24 +46,30 @@ def reference(request_ids, reply_ids):
             if index < high:
                 out_of_order = True
             high = max(high, index)
+        elif key in withdrawn_keys:
+            withdrawn_keys.discard(key)
+            after += 1
         else:
-            unknown += 1
+            unknown_ids.append(key)
     requests = len(request_ids)
+    unknown = len(unknown_ids)
     missing_ids = [k for k, left in pending.items() for _ in left]
     return {
-        "diagnosis": reference_diagnosis(request_ids, reply_ids, unknown, null, missing_ids),
+        "diagnosis": reference_diagnosis(request_ids, unknown_ids, null, missing_ids),
         "batch.requests": requests,
         "batch.duplicate_id": requests - len(set(request_ids)),
         "batch.unknown_id_response": unknown,
         "batch.null_id_response": null,
-        "batch.missing_response": requests - paired,
-        "batch.response_count_mismatch": int(paired + unknown != requests),
+        "batch.missing_response": requests - paired - withdrawn,
+        "batch.withdrawn_request": withdrawn,
+        "batch.reply_after_withdrawal": after,
+        "batch.response_count_mismatch": int(paired + unknown != requests - withdrawn),
         "batch.out_of_order": int(out_of_order),
         "paired": paired,
     }
 
 
-def reference_diagnosis(request_ids, reply_ids, unknown, null, missing_ids):
+def reference_diagnosis(request_ids, unknown_ids, null, missing_ids):
     """The DESIGN table, first match wins, from what was sent and what came back.
 
     Every request element here is valid (no null or fractional ids), so a null-id reply is
@@ -63,10 +79,9 @@ def reference_diagnosis(request_ids, reply_ids, unknown, null, missing_ids):
     if len(set(request_ids)) < len(request_ids):
         return "client_duplicate_ids"
     retyped = any(
-        type(u) is not type(m) and str(u) == str(m)
-        for u in (k for k in reply_ids if k is not None)
-        for m in missing_ids
+        type(u) is not type(m) and str(u) == str(m) for u in unknown_ids for m in missing_ids
     )
+    unknown = len(unknown_ids)
     if unknown and retyped:
         return "id_type_mismatch"
     if null:
@@ -101,8 +116,14 @@ def misbehave(request_ids, actions, rng):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(ids, min_size=1, max_size=12), st.integers(0, 3), behaviours, st.randoms())
-def test_ledger_matches_reference_model(request_ids, notes, actions, rnd):
+@given(
+    st.lists(ids, min_size=1, max_size=12),
+    st.integers(0, 3),
+    behaviours,
+    st.randoms(),
+    st.lists(ids, max_size=3),
+)
+def test_ledger_matches_reference_model(request_ids, notes, actions, rnd, cancelled):
     rng = random.Random(rnd.random())
     reply_ids = misbehave(request_ids, actions, rng)
     otel, clock = Otel(), FakeClock()
@@ -112,23 +133,33 @@ def test_ledger_matches_reference_model(request_ids, notes, actions, rnd):
     body = [req(k) for k in request_ids]
     for _ in range(notes):  # notifications anywhere, requests keep their order
         body.insert(rng.randrange(len(body) + 1), note())
+    # The caller withdraws some ids (MCP's notifications/cancelled) in the same write, after
+    # the requests: one exchange, as over HTTP.
+    body += [cancel(k) for k in cancelled]
     channel.sent(dumps(body))
     clock.advance(0.01)
     channel.received(dumps([res(k) for k in reply_ids]))
     channel.close("body_end")
 
-    expected = reference(request_ids, reply_ids)
+    expected = reference(request_ids, reply_ids, cancelled)
     got = otel.counters()
     diagnosis = expected.pop("diagnosis")
     assert otel.value("batch.closed", pairwatch__diagnosis=diagnosis) == 1, (
         diagnosis,
         request_ids,
         reply_ids,
+        cancelled,
     )
     for name, value in expected.items():
         if name != "paired":
-            assert got.get(name, 0) == value, (name, request_ids, reply_ids)
+            assert got.get(name, 0) == value, (name, request_ids, reply_ids, cancelled)
     assert otel.hist("batch.pair_latency")[0] == expected["paired"]
-    # The books balance: paired + missing == requests sent.
-    assert expected["paired"] + got.get("batch.missing_response", 0) == len(request_ids)
+    # The books balance: paired + missing + withdrawn == requests sent.
+    missing = got.get("batch.missing_response", 0)
+    withdrawn = got.get("batch.withdrawn_request", 0)
+    assert expected["paired"] + missing + withdrawn == len(request_ids)
     assert otel.hist("batch.size") == (1, len(body))
+
+
+def cancel(key: object) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": key}}

@@ -56,6 +56,7 @@ def test_one_healthy_batch_exports_every_pairing_counter_at_zero(otel, clock):
             ("batch.out_of_order", ()),
             ("batch.protocol_violation", ()),
             ("batch.late_response", ()),
+            ("batch.reply_after_withdrawal", ()),
             ("batch.duplicate_id", (("pairwatch.duplicate_scope", "cross_batch"),)),
             ("batch.duplicate_id", (("pairwatch.duplicate_scope", "in_batch"),)),
         ]
@@ -65,17 +66,22 @@ def test_one_healthy_batch_exports_every_pairing_counter_at_zero(otel, clock):
                 (("pairwatch.close_reason", reason), ("rpc.method", method)),
             )
             for method in "ab"
-            for reason in ("body_end", "timeout")
+            for reason in ("body_end", "send_failed", "stream_dropped", "timeout")
         ]
     )
-    assert len(otel.collect()) == 19  # the 14 zeros, closed, requests, size, 2 latencies
+    withdrawn = sorted(
+        a["pairwatch.reason"] for a in otel.attrs("batch.withdrawn_request", zeros=True)
+    )
+    assert withdrawn == ["cancelled", "switched_off"]
+    # the 19 pairing zeros and 2 withdrawn ones, closed, requests, size, 2 latencies
+    assert len(otel.collect()) == 26
     # A second healthy batch on the same attribute set adds no series.
     _exchange(channel_for, [req(3, "a"), req(4, "b")], [res(3), res(4)])
-    assert len(otel.collect()) == 19
+    assert len(otel.collect()) == 26
     # The first fault raises series that already existed at 0; only batch.closed gains one
     # (its diagnosis attribute names the fault).
     _exchange(channel_for, [req(5, "a"), req(6, "b")], [res(6), res(9)])
-    assert len(otel.collect()) == 20
+    assert len(otel.collect()) == 27
     assert len(otel.attrs("batch.closed")) == 2
     assert (
         otel.value("batch.missing_response", rpc__method="a", pairwatch__close_reason="body_end")
@@ -99,7 +105,11 @@ def test_single_requests_get_their_own_zero_series(otel, clock):
     channel.received(dumps(res(1)))
     pairwatch.flush()
     single = [a for n, a, _ in otel.collect() if n == "batch.missing_response"]
-    assert sorted(a["pairwatch.close_reason"] for a in single) == ["stream_dropped", "timeout"]
+    assert sorted(a["pairwatch.close_reason"] for a in single) == [
+        "stream_dropped",
+        "stream_end",
+        "timeout",
+    ]
     assert {a["jsonrpc.batch"] for a in single} == {"false"}
     assert otel.value("batch.missing_response") == 0
 
@@ -149,7 +159,7 @@ def test_prometheus_page_shows_zero_then_the_first_fault(endpoint):
     in_batch = tuple(sorted((*labels, ("pairwatch_duplicate_scope", "in_batch"))))
     assert healthy[("batch_duplicate_id_total", in_batch)] == 0
     zero_series = sorted(k for k, v in healthy.items() if k[0].endswith("_total") and v == 0)
-    assert len(zero_series) == 12
+    assert len(zero_series) == 17  # 9 at the batch attributes, 2 duplicate, 4 missing, 2 withdrawn
 
     _exchange(channel_for, [req(2, "a")], None)  # the server sent nothing back
     faulty = _scrape(url)

@@ -9,6 +9,7 @@ the client that called it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
@@ -27,6 +28,24 @@ from pairwatch.pairing.ledger import Ledger
 from pairwatch.pairing.limits import Limits
 from pairwatch.pairing.records import Batch
 from pairwatch.runtime import guard, sweeper, switch
+
+CANCELLED = "notifications/cancelled"
+"""MCP's cancellation, which any channel recognises in what the caller sends."""
+
+WITHDRAWALS = frozenset({"cancelled", "subscription_ended"})
+"""Why a caller stops waiting that are its own decisions: withdrawn, never missing."""
+
+
+def ended_by(exc: BaseException, otherwise: str) -> str:
+    """The close reason of a call or read that raised ``exc``: ``cancelled`` when it is the
+    caller's task being cancelled (asyncio, anyio on asyncio, trio), else ``otherwise``."""
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    kind = type(exc)
+    if kind.__name__ == "Cancelled" and kind.__module__.startswith("trio"):
+        return "cancelled"
+    return otherwise
+
 
 __all__ = ["Channel", "Options", "open_channel"]  # Options: re-exported, its home is options
 
@@ -119,10 +138,56 @@ class Channel:
                 ctx = get_current() if parent is None else parent
             if self._capture is not None and raw is not None:
                 self._capture.sent(raw)
-            return self.ledger.sent(payload, ctx, timeout)
+            batch = self.ledger.sent(payload, ctx, timeout)
+            if batch is not None and batch.rare is not None and batch.notifications:
+                self._cancellations(payload, raw)
+            return batch
         except Exception as exc:
             guard.report("sent", exc, self.telemetry.internal_error)
             return None
+
+    def _cancellations(self, payload: wire.Payload, raw: object) -> None:
+        """An MCP ``notifications/cancelled`` the caller sent withdraws the request it names
+        (DESIGN: withdrawn is not missing); one sent because the client's own deadline
+        passed ("timed out" in its reason) is that request's timeout instead."""
+        if raw is None or not any(
+            m[0] is wire.Kind.NOTIFICATION and m[3] == CANCELLED for m in payload.messages
+        ):
+            return
+        decoded, problem = wire.decode(raw) if isinstance(raw, (bytes, str)) else (raw, None)
+        if problem is not None:
+            return
+        for element in decoded if isinstance(decoded, list) else (decoded,):
+            if not isinstance(element, dict) or element.get("method") != CANCELLED:
+                continue
+            params = element.get("params")
+            if not isinstance(params, dict) or "requestId" not in params:
+                continue
+            _state, key = wire.id_key(params["requestId"])
+            if key is None:
+                continue
+            why = params.get("reason")
+            timed_out = isinstance(why, str) and ("timed out" in why or "timeout" in why)
+            self.ledger.cancel(key, timed_out)
+
+    def withdraw_batch(self, batch: Batch, reason: str = "cancelled") -> None:
+        """The caller withdrew ``batch`` (its call or task was cancelled): close it; what it
+        still awaits counts in ``batch.withdrawn_request`` with ``reason``, not as missing."""
+        try:
+            self.ledger.withdraw_batch(batch, reason)
+        except Exception as exc:
+            guard.report("close", exc, self.telemetry.internal_error)
+
+    def _switched_off(self) -> None:
+        """A reply read, or an end reached, while pairwatch is off: what the open batches
+        still await is withdrawn (``switched_off``), not missing."""
+        guard.shielded(
+            "switched_off",
+            self.ledger.excuse_open,
+            "withdrawn",
+            "switched_off",
+            count=self.telemetry.internal_error,
+        )
 
     def postpone(self, timeout: float) -> None:
         """The exchange is still receiving: its open batches wait ``timeout`` more from now."""
@@ -137,6 +202,7 @@ class Channel:
     def received(self, payload: object) -> None:
         """Record a payload the client read; every response in it is paired or counted."""
         if not switch.on:
+            self._switched_off()
             return
         try:
             parsed = wire.parse(payload, wire.Kind.RESULT)
@@ -147,6 +213,7 @@ class Channel:
 
     def received_parsed(self, payload: wire.Payload, raw: object = None) -> None:
         if not switch.on:
+            self._switched_off()
             return
         try:
             if self._capture is not None and raw is not None:
@@ -163,7 +230,7 @@ class Channel:
     def replied(self, payload: object, reason: str = "body_end") -> None:
         """A bound exchange's reply, received whole: pair it, then close with ``reason``."""
         if not switch.on:
-            self.close(reason)
+            self.close(reason)  # withdrawn: see close
             return
         try:
             parsed = wire.parse(payload, wire.Kind.RESULT)
@@ -200,10 +267,16 @@ class Channel:
             guard.report("repaired", exc, self.telemetry.internal_error)
 
     def close(self, reason: str = "closed") -> None:
-        """Close every open batch; what is still pending counts as missing with ``reason``."""
+        """Close every open batch; what is still pending counts as missing with ``reason``
+        (withdrawn, ``switched_off``, while pairwatch is off)."""
         try:
             self._closed = True
-            self.ledger.close(reason)
+            if not switch.on:
+                self._switched_off()
+            if reason in WITHDRAWALS:
+                self.ledger.close("withdrawn", reason)
+            else:
+                self.ledger.close(reason)
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
 
@@ -222,8 +295,12 @@ class Channel:
 
         For integrations whose client library gives up on one request without the stream
         ending: its own read timeout, or an error it synthesized.  What is still pending
-        counts as missing with ``reason``; a batch already closed is left alone.
+        counts as missing with ``reason``, except when the caller withdrew it (``cancelled``,
+        ``subscription_ended``: :meth:`withdraw_batch`); a batch already closed is left alone.
         """
+        if reason in WITHDRAWALS:
+            self.withdraw_batch(batch, reason)
+            return
         try:
             self.ledger.close_batch(batch, reason)
         except Exception as exc:
@@ -240,6 +317,8 @@ class Channel:
     def expire(self) -> None:
         """Close the batches whose timeout has passed (the sweeper also does this)."""
         try:
+            if not switch.on:
+                self._switched_off()
             self.ledger.expire()
         except Exception as exc:
             guard.report("expire", exc, self.telemetry.internal_error)

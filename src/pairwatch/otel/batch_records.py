@@ -65,6 +65,9 @@ class BatchRecords:
     closed: metrics.Counter
     requests: metrics.Counter
     missing: metrics.Counter
+    unchecked: metrics.Counter
+    withdrawn: metrics.Counter
+    after_withdrawal: metrics.Counter
     unknown: metrics.Counter
     null: metrics.Counter
     invalid: metrics.Counter
@@ -96,6 +99,13 @@ class BatchRecords:
         if violations:
             for reason, n in violations.items():
                 self._add(self.violation, n, labels.extra(is_batch, **{REASON: reason}))
+
+    def _record_excused(self, labels: Labels, batch: Batch) -> None:
+        """Requests that closed unanswered without being missing: withdrawn by the caller,
+        or unchecked by pairwatch, each under its reason."""
+        for (kind, reason), n in (batch.excused or {}).items():
+            counter = self.withdrawn if kind == "withdrawn" else self.unchecked
+            self._add(counter, n, labels.extra(batch.is_batch, **{REASON: reason}))
 
     def _record_late(self, attrs: Attrs, record: Batch | Tally) -> None:
         """Replies for ids that had closed as missing by timeout, and how late they came.
@@ -262,7 +272,7 @@ class BatchRecords:
         for index, (method, received_at) in enumerate(
             zip(batch.methods, batch.received, strict=True)
         ):
-            if received_at is None:
+            if received_at is None and batch.excused_for(index) is None:
                 reason = batch.close_reason if index < cut else "evicted"
                 key = (self.methods(method), reason)
                 per_method[key] = per_method.get(key, 0) + 1

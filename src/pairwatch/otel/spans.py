@@ -197,8 +197,7 @@ class SpanWriter:
         named: dict[str | None, str | None] = {}  # limited once per method, in send order
         ns: dict[float, int] = {}  # one body answers many ids: each time converted once
         missing_status: Status | None = None
-        excused_as = batch.excused_as if batch.excused else None
-        excused = None if excused_as is None else excused_as[0]  # "unchecked"
+        excused = bool(batch.excused)  # withdrawn or unchecked: neither answered nor missing
         names: list[str] = []
         attributes: list[dict[str, AttributeValue]] = []
         ends: list[int] = []
@@ -221,8 +220,9 @@ class SpanWriter:
                 attrs[RPC_RESPONSE_STATUS_CODE] = str(code)
             replied = received[index]
             status = UNSET
-            if replied is None and excused is not None:
-                attrs[OUTCOME] = excused  # neither answered nor missing: no error status
+            why = batch.excused_for(index) if replied is None and excused else None
+            if why is not None:
+                attrs[OUTCOME] = why[0]  # neither answered nor missing: no error status
                 ended = batch.closed_at
             elif replied is None:
                 attrs[OUTCOME] = "missing"

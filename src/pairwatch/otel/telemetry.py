@@ -98,6 +98,8 @@ class Telemetry(BatchRecords):
         self.unknown = counters["unknown"]
         self.missing = counters["missing"]
         self.unchecked = counters["unchecked"]
+        self.withdrawn = counters["withdrawn"]
+        self.after_withdrawal = counters["after_withdrawal"]
         self.null = counters["null"]
         self.duplicate = counters["duplicate"]
         self.invalid = counters["invalid"]
@@ -133,6 +135,8 @@ class Telemetry(BatchRecords):
             self._record_tally(
                 labels, is_batch, tally.unknown, tally.null, tally.invalid, tally.violations
             )
+            if tally.after_withdrawal:
+                self._add(self.after_withdrawal, tally.after_withdrawal, labels.by_batch[is_batch])
             self._record_late(labels.by_batch[is_batch], tally)
         except Exception as exc:
             guard.report("telemetry", exc, self.internal_error)
@@ -194,10 +198,9 @@ class Telemetry(BatchRecords):
             if batch.missing:
                 self._record_missing(labels, batch)
             if batch.excused:
-                kind, reason = batch.excused_as or ("unchecked", "unknown")
-                if kind == "unchecked":
-                    attrs_reason = labels.extra(is_batch, **{REASON: reason})
-                    self._add(self.unchecked, batch.excused, attrs_reason)
+                self._record_excused(labels, batch)
+            if batch.after_withdrawal:
+                self._add(self.after_withdrawal, batch.after_withdrawal, attrs)
             if batch.count_mismatch:
                 self._add(self.mismatch, 1, attrs)
             if batch.out_of_order:

@@ -129,6 +129,15 @@ INSTRUMENTS: Final[tuple[Instrument, ...]] = (
         pairing=True, short="missing", words="missing responses",
     ),
     _counter(
+        "withdrawn", "batch.withdrawn_request", "{request}",
+        "Requests the caller withdrew (cancelled, ended, or read while switched off), by reason",
+    ),
+    _counter(
+        "after_withdrawal", "batch.reply_after_withdrawal", "{response}",
+        "Replies for ids the caller had withdrawn moments before (not unknown ids)",
+        pairing=True,
+    ),
+    _counter(
         "unchecked", "batch.unchecked_request", "{request}",
         "Requests whose reply pairwatch could not check (past its body caps), by reason",
     ),

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from pairwatch.otel.labels import Labels
-from pairwatch.otel.names import CLOSE_REASON, DUPLICATE_SCOPE, RPC_METHOD, TRANSPORT
+from pairwatch.otel.names import CLOSE_REASON, DUPLICATE_SCOPE, REASON, RPC_METHOD, TRANSPORT
 from pairwatch.otel.vocabulary import INSTRUMENTS
 
 Row = tuple[str, Mapping[str, str]]
@@ -23,16 +23,20 @@ Row = tuple[str, Mapping[str, str]]
 DUPLICATE_SCOPES: Final = ("in_batch", "cross_batch")
 
 MISSING_REASONS: Final[dict[str, tuple[str, ...]]] = {
-    "http": ("body_end", "timeout"),
-    "sse": ("stream_end", "stream_dropped"),
-    "websocket": ("timeout", "stream_dropped"),
-    "stdio": ("timeout", "stream_dropped"),
+    "http": ("body_end", "send_failed", "stream_dropped", "timeout"),
+    "sse": ("stream_dropped", "stream_end", "timeout"),
+    "websocket": ("stream_dropped", "stream_end", "timeout"),
+    "stdio": ("stream_dropped", "stream_end", "timeout"),
+    "memory": ("stream_end", "timeout"),
 }
-"""Per transport, the close reasons a missing response is usually counted under; the
-``batch.missing_response`` series of each method start at 0 with these.  Rarer reasons
-(``evicted``, ``send_failed``...) start their series with the fault: one zero row per close
-reason and method would multiply the series for little."""
-MISSING_REASONS_DEFAULT: Final = ("timeout",)
+"""Per transport, every close reason a missing response can be counted under there; the
+``batch.missing_response`` series of each method start at 0 with these.  ``evicted`` (the
+process's own caps) and ``closed`` (pairwatch gave up) start with the fault: they are not
+the peer's, and one zero row per method and such reason would multiply the series."""
+MISSING_REASONS_DEFAULT: Final = ("stream_dropped", "stream_end", "timeout")
+
+WITHDRAWN_REASONS: Final = ("cancelled", "switched_off")
+"""``batch.withdrawn_request`` starts at 0 with these on every attribute set."""
 
 # duplicate_id is always counted by scope and missing_response by method and reason: they get
 # their own rows; every other pairing counter starts at 0 under the batch attributes.
@@ -48,6 +52,8 @@ def batch_rows(labels: Labels, is_batch: bool) -> list[Row]:
     rows: list[Row] = [(key, attrs) for key in AT_BASE]
     for scope in DUPLICATE_SCOPES:
         rows.append(("duplicate", labels.extra(is_batch, **{DUPLICATE_SCOPE: scope})))
+    for reason in WITHDRAWN_REASONS:
+        rows.append(("withdrawn", labels.extra(is_batch, **{REASON: reason})))
     return rows
 
 

@@ -34,10 +34,10 @@ def settle(batch: Batch, reason: str, now: float, missing_keys: Sequence[IdKey])
     if batch.rare is None:  # nothing unusual was written: every request answered, once
         batch.ended = (reason, now, diagnosis.OK)
         return
+    # Withdrawn and unchecked requests expect no counted reply: they are left out.
     if (
         not batch.expected_nothing
-        and batch.excused_as is None  # a reply not checked cannot be counted
-        and batch.paired + batch.unknown != len(batch.keys)
+        and batch.paired + batch.unknown != len(batch.keys) - batch.excused_total
     ):
         batch.count_mismatch = True
     retyped = count_retyped(batch.unknown_keys, missing_keys)

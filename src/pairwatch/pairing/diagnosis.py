@@ -191,7 +191,7 @@ def evidence(batch: Batch) -> str:
             parts.append(f"{replies} came back with id null although {valid} valid")
     retyped_keys: list[IdKey] = []
     if batch.type_mismatch:
-        missing = {k for k, at in zip(batch.keys, batch.received, strict=True) if at is None}
+        missing = set(missing_keys(batch))
         retyped_keys = [k for k in batch.unknown_keys if any(alt in missing for alt in retyped(k))]
         parts.append(
             f"{_n(batch.type_mismatch, 'reply', 'replies')} carried a pending id as another JSON "
@@ -260,9 +260,11 @@ def answered_keys(batch: Batch) -> set[IdKey]:
 
 
 def missing_keys(batch: Batch) -> list[IdKey]:
-    """The ids a batch closed without a reply, in send order."""
+    """The ids a batch closed without a reply and not withdrawn or unchecked, in send order."""
     return [
-        k for k, at in zip(batch.keys, batch.received, strict=True) if at is None and k is not None
+        k
+        for i, (k, at) in enumerate(zip(batch.keys, batch.received, strict=True))
+        if at is None and k is not None and batch.excused_for(i) is None
     ]
 
 

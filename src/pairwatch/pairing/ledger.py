@@ -51,6 +51,8 @@ ALONE = True
 (see the module docstring).  Off only in the tests that compare the two ways."""
 _DEFAULT_LIMITS = Limits()
 _NONE_OPEN = OpenBatches()
+
+_CANCELLED: tuple[str, str] = ("withdrawn", "cancelled")
 """Every ledger's deadline queue until it queues a batch (most never do): always empty."""
 
 
@@ -59,7 +61,7 @@ class Ledger:
 
     __slots__ = (
         "_bound", "_budget", "_clock", "_inbound", "_last", "_late", "_lock", "_open", "_single",
-        "_table", "auto_close", "held", "limits", "sink",
+        "_table", "_withdrawn", "auto_close", "held", "limits", "sink",
     )  # fmt: skip
 
     def __init__(
@@ -87,6 +89,7 @@ class Ledger:
         self._table: PendingTable | None = None
         self._inbound: dict[IdKey, int] = {}  # server-initiated requests awaiting our answer
         self._late: TimedOut | None = None  # made when a timeout first leaves ids missing
+        self._withdrawn: TimedOut | None = None  # made when the caller first withdraws
         self._last: Batch | None = None
         # A bound [] awaiting its reply, which shows whether this is JSON-RPC at all.
         self.held: Batch | None = None
@@ -371,6 +374,9 @@ class Ledger:
                     continue
                 entry = pending.pop(key, None) if key is not None else None
             if entry is None:
+                if key is not None and self._withdrawn and self._withdrawn.take(key, now):
+                    tally.after_withdrawal += 1  # raced the caller's cancellation
+                    continue
                 tally.unknown += 1
                 if key is None:
                     continue
@@ -402,7 +408,7 @@ class Ledger:
                 else:
                     high = index
             touched = batch
-            if batch.paired == len(batch.keys):
+            if batch.paired == len(batch.keys) or (batch.rare is not None and batch.awaits_nothing):
                 done.append(batch)  # closed after the loop: strays in this payload belong here
         _keep_high(ordered, high)
         return touched, holder, late_holder
@@ -440,6 +446,66 @@ class Ledger:
         for batch in (self._single, *self._open.values()):
             if batch is not None and batch.paired < len(batch.keys):
                 batch.excused_as = excused
+
+    def excuse_open(self, kind: str, reason: str) -> None:
+        """Whatever the open batches still await will count under (``kind``, ``reason``)
+        when they close, not as missing (pairwatch switched off while they were open)."""
+        with self._lock:
+            self._excuse((kind, reason))
+
+    def withdraw_batch(self, batch: Batch, reason: str) -> None:
+        """The caller withdrew ``batch`` (its call was cancelled): close it now; what it
+        still awaits is withdrawn with ``reason``, and a reply that comes for one of those
+        ids moments later is a reply after withdrawal, not an unknown id.  A batch already
+        closed (by a reply, a body or stream end, a timeout) is left as it closed."""
+        closed: list[Batch] = []
+        with self._lock:
+            if batch is self.held:
+                self._drop_held()
+            elif batch.open and not batch.expected_nothing:
+                now = self._clock()
+                batch.excused_as = ("withdrawn", reason)
+                waiting = [
+                    key
+                    for key, received in zip(batch.keys, batch.received, strict=True)
+                    if received is None and key is not None
+                ]
+                self.withdrawn_ids.remember(batch, waiting, now)
+                self._finish(batch, "withdrawn", closed, now)
+        if closed:
+            self._emit(closed)
+
+    def cancel(self, key: IdKey, timed_out: bool = False) -> None:
+        """The caller cancelled the pending request ``key`` on the wire (MCP's
+        ``notifications/cancelled``): it is withdrawn, and its batch closes once nothing
+        else of it is pending.  ``timed_out``: the client cancelled because its own deadline
+        passed, which is a timeout (a hung server must still count): a request that is its
+        batch's last one pending closes it as missing with reason ``timeout``."""
+        closed: list[Batch] = []
+        with self._lock:
+            self._spill()
+            table = self._table
+            found = table.find(key) if table is not None else None
+            if found is None or table is None:
+                return  # answered, closed, or never sent: the evidence before stands
+            batch, index = found
+            now = self._clock()
+            if timed_out:
+                if len(batch.keys) - batch.paired == 1:
+                    self._finish(batch, "timeout", closed, now)
+            else:
+                table.take(key)
+                at = batch.excused_at
+                if at is None:
+                    at = batch.excused_at = {}
+                at[index] = _CANCELLED
+                self.withdrawn_ids.remember(batch, [key], now)
+                # A stream's batch closes once nothing of it is pending; an exchange's at its
+                # body's end, so that what else its reply holds still counts against it.
+                if not self._bound and batch.awaits_nothing:
+                    self._finish(batch, "withdrawn", closed, now)
+        if closed:
+            self._emit(closed)
 
     def close_batch(self, batch: Batch, reason: str) -> None:
         """Close one batch now: its caller stopped waiting (a client library's own timeout,
@@ -548,6 +614,15 @@ class Ledger:
             self.sink.batch_closed(batch)
 
     # ------------------------------------------------------------------- reading
+    @property
+    def withdrawn_ids(self) -> TimedOut:
+        """The memory of ids the caller withdrew (made on first use): a reply for one is a
+        reply after withdrawal, which MCP allows (it raced the cancellation)."""
+        found = self._withdrawn
+        if found is None:
+            found = self._withdrawn = TimedOut(self.limits.late_ids, self.limits.late_age)
+        return found
+
     @property
     def timed_out(self) -> TimedOut:
         """The memory of ids closed as missing by timeout (made on first use)."""

@@ -119,9 +119,13 @@ class _LateReplies:
 class Tally(_LateReplies):
     """Responses that were classified but belong to no call: unknown, null-id, invalid."""
 
-    __slots__ = ("_late", "invalid", "late", "null", "unknown", "unknown_keys", "violations")
+    __slots__ = (
+        "_late", "after_withdrawal", "invalid", "late", "null", "unknown", "unknown_keys",
+        "violations",
+    )  # fmt: skip
 
     def __init__(self) -> None:
+        self.after_withdrawal = 0  # replies for ids the caller had withdrawn: not unknown
         self.late = 0
         self._late = None
         self.unknown = 0
@@ -142,7 +146,9 @@ class Tally(_LateReplies):
 
     @property
     def empty(self) -> bool:
-        return not (self.unknown or self.null or self.invalid or self.violations)
+        return not (
+            self.unknown or self.null or self.invalid or self.violations or self.after_withdrawal
+        )
 
 
 def _merge(into: dict[str, int] | None, more: dict[str, int] | None) -> dict[str, int] | None:
@@ -230,11 +236,15 @@ class Batch(_LateReplies):
     unknown = _Rare(0)
     null = _Rare(0)
     missing = _Rare(0)
-    # (kind, reason) when the batch closed as something its unanswered requests are not
-    # missing for: ("unchecked", "body_cap") when pairwatch could not check the reply.
-    # They are counted in ``excused`` instead of ``missing``.
+    # Unanswered requests that are not missing: (kind, reason) for the whole batch, as
+    # ("unchecked", "body_cap") when pairwatch could not read the reply or ("withdrawn",
+    # "switched_off"); per request index, as ("withdrawn", "cancelled") for one request the
+    # caller cancelled.  At close they are counted in ``excused`` by (kind, reason), never
+    # in ``missing``.
     excused_as = _Rare[tuple[str, str] | None](None)
-    excused = _Rare(0)
+    excused_at = _Rare[dict[int, tuple[str, str]] | None](None)
+    excused = _Rare[dict[tuple[str, str], int] | None](None)
+    after_withdrawal = _Rare(0)  # replies for ids withdrawn moments ago (not unknown)
     # Unknown-id replies that came after this batch had closed (handed to the sink as a stray
     # tally, never re-counted here): kept for per-batch readers such as the audit.
     late_unknown = _Rare(0)
@@ -370,7 +380,10 @@ class Batch(_LateReplies):
         healthy reply, compared in C); False, changing nothing, for any other reply."""
         if (
             self.paired
-            or (self.rare is not None and (self.shared or self.duplicate_at is not None))
+            or (
+                self.rare is not None
+                and (self.shared or self.duplicate_at is not None or self.excused_at is not None)
+            )
             or self.keys != keys
         ):
             return False
@@ -384,17 +397,51 @@ class Batch(_LateReplies):
         (those that had a usable id)."""
         found: list[tuple[int, IdKey]] = []
         missing = 0
+        excused = self.rare is not None and (
+            self.excused_as is not None or self.excused_at is not None
+        )
         for index, (key, received) in enumerate(zip(self.keys, self.received, strict=True)):
             if received is None:
+                why = self.excused_for(index) if excused else None
+                if why is not None:
+                    self.excuse(why)
+                    continue
                 missing += 1
                 if key is not None:
                     found.append((index, key))
         if missing:
-            if self.rare is not None and self.excused_as is not None:
-                self.excused += missing
-            else:
-                self.missing += missing
+            self.missing += missing
         return found
+
+    @property
+    def awaits_nothing(self) -> bool:
+        """Every request is answered or withdrawn: nothing more is awaited."""
+        at = self.excused_at
+        return self.paired + (len(at) if at else 0) >= len(self.keys)
+
+    def excused_for(self, index: int) -> tuple[str, str] | None:
+        """Why request ``index``, if left unanswered, is not missing: (kind, reason), as
+        ("withdrawn", "cancelled"); None when it is missing.  The one place that says so."""
+        if self.rare is None:
+            return None
+        whole = self.excused_as
+        if whole is not None:
+            return whole
+        at = self.excused_at
+        return at.get(index) if at else None
+
+    def excuse(self, why: tuple[str, str], n: int = 1) -> None:
+        """Count ``n`` unanswered requests under ``why`` instead of as missing."""
+        counts = self.excused
+        if counts is None:
+            counts = self.excused = {}
+        counts[why] = counts.get(why, 0) + n
+
+    @property
+    def excused_total(self) -> int:
+        """Unanswered requests counted as withdrawn or unchecked rather than missing."""
+        counts = self.excused
+        return sum(counts.values()) if counts else 0
 
     def answer(self, index: int, now: float, error: bool, code: int | None, invalid: bool) -> None:
         """Record the reply that paired with request ``index``: when it came and, for an
@@ -427,6 +474,8 @@ class Batch(_LateReplies):
             if len(keys) < 16:
                 keys.extend(tally.unknown_keys[: 16 - len(keys)])
         self._add_late_of(tally)
+        if tally.after_withdrawal:
+            self.after_withdrawal += tally.after_withdrawal
         if tally.invalid:
             self.invalid = _merge(self.invalid, tally.invalid)
         if tally.violations:

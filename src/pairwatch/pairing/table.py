@@ -112,6 +112,26 @@ class PendingTable:
                 return slot[0][0] if isinstance(slot, list) else entry_of(slot)[0]
         return None
 
+    def find(self, key: IdKey) -> Entry | None:
+        """The oldest pending request under ``key``, as (batch, index), left in place."""
+        slot = self.ids.get(key)
+        if slot is None:
+            return None
+        return slot[0] if isinstance(slot, list) else entry_of(slot)
+
+    def take(self, key: IdKey) -> Entry | None:
+        """Remove the oldest pending request under ``key``; return it as (batch, index)."""
+        slot = self.ids.pop(key, None)
+        if slot is None:
+            return None
+        if isinstance(slot, list):
+            entry = slot.pop(0)
+            self.ids[key] = slot[0] if len(slot) == 1 else slot
+        else:
+            entry = entry_of(slot)
+        self.count -= 1
+        return entry
+
     def release(self, batch: Batch) -> list[IdKey]:
         """A closing batch's unanswered requests leave the table, counted as missing
         (:meth:`Batch.unanswered`); return their ids."""
