@@ -11,6 +11,7 @@ requests the server sends to the client (sampling, ping).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import anyio
@@ -46,6 +47,13 @@ DROP_MARK = "DROP-THIS-REPLY"
 def dropped() -> str:
     """Answered by the server; the ``sse-drop`` mode removes the reply from the SSE stream."""
     return DROP_MARK
+
+
+@server.tool()
+def crash_now() -> str:
+    """The server is killed mid-call (SIGKILL): the client's stream drops."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "unreachable"
 
 
 @server.tool()

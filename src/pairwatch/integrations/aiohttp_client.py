@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pairwatch.channel import Options
+from pairwatch.channel.channel import ended_by
 from pairwatch.integrations._kit import decoders as _decoders
 from pairwatch.integrations._kit.calls import Args, Kwargs, argument
 from pairwatch.integrations._kit.exchange import (
@@ -96,8 +97,8 @@ def _teed(name: str) -> Callable[..., Any]:
     async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             data = await getattr(self._pw_inner, name)(*args, **kwargs)
-        except BaseException:
-            self._pw_tap.dropped()
+        except BaseException as exc:
+            self._pw_tap.dropped(ended_by(exc, "stream_dropped"))
             raise
         self._pw_seen(data[0] if chunk else data)
         return data
@@ -127,8 +128,8 @@ def tee_class() -> type:
     def read_nowait(self: Any, *args: Any, **kwargs: Any) -> bytes:
         try:
             data: bytes = self._pw_inner.read_nowait(*args, **kwargs)
-        except BaseException:
-            self._pw_tap.dropped()
+        except BaseException as exc:
+            self._pw_tap.dropped(ended_by(exc, "stream_dropped"))
             raise
         self._pw_seen(data)
         return data

@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 
 from pairwatch.channel import Options
+from pairwatch.channel.channel import ended_by
 from pairwatch.integrations._kit import decoders as _decoders
 from pairwatch.integrations._kit.calls import Args, Kwargs, argument
 from pairwatch.integrations._kit.exchange import (
@@ -78,8 +79,8 @@ def _tees(lib_name: str) -> tuple[type, type]:
                 for chunk in self._pw_inner:
                     tap.raw_chunk(chunk)
                     yield chunk
-            except BaseException:
-                tap.dropped()
+            except BaseException as exc:
+                tap.dropped(ended_by(exc, "stream_dropped"))
                 raise
             tap.end()
             # The response and its stream sit in httpx's own reference cycle, freed only by
@@ -115,8 +116,8 @@ def _tees(lib_name: str) -> tuple[type, type]:
                 async for chunk in inner:
                     tap.raw_chunk(chunk)
                     yield chunk
-            except BaseException:
-                tap.dropped()
+            except BaseException as exc:
+                tap.dropped(ended_by(exc, "stream_dropped"))
                 raise
             finally:
                 if isinstance(inner, AsyncGenerator):

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pairwatch.channel import Options
+from pairwatch.channel.channel import ended_by
 from pairwatch.integrations._kit.client import HttpClient, Reply
 from pairwatch.integrations._kit.patch import Wrapper
 from pairwatch.integrations._kit.request import (
@@ -130,11 +131,11 @@ class _Call:
             exchange = self.exchange = self.streamed.exchange
         return exchange
 
-    def failed(self) -> None:
-        """The library's send raised: nothing came back."""
+    def failed(self, exc: BaseException) -> None:
+        """The library's send raised: nothing came back (or the caller cancelled it)."""
         exchange = self.opened()
         if exchange is not None:
-            exchange.close("send_failed")
+            exchange.close(ended_by(exc, "send_failed"))
 
     def responded(self, response: Any, instance: Any, kwargs: dict[str, Any]) -> bool:
         """The response head is here; True when the skeleton reads the body next."""
@@ -166,15 +167,16 @@ class _Call:
             return
         exchange.whole(body, content_type, answered_elsewhere(status, location))
 
-    def read_failed(self, response: Any) -> None:
+    def read_failed(self, response: Any, exc: BaseException) -> None:
         """The library's read of a buffered body raised: the body was cut short (a tee on
-        the body has seen that already)."""
+        the body has seen that already), or the caller cancelled the read."""
         exchange = self.exchange
         if exchange is None or not self.client.reads_whole:
             return
         try:
             content_type, status, location = self.client.reply(exchange, response)
-            exchange.tap(content_type, None, status=status, location=location).dropped()
+            tap = exchange.tap(content_type, None, status=status, location=location)
+            tap.dropped(ended_by(exc, "stream_dropped"))
         except Exception as exc:  # the library's own exception is what the caller gets
             errors = exchange.telemetry.internal_error
             guard.report(self.client.integration + "_attach", exc, errors)
@@ -215,16 +217,16 @@ def sync_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = wrapped(*args, **call.kwargs)
-        except BaseException:
-            call.failed()
+        except BaseException as exc:
+            call.failed(exc)
             raise
         finally:
             ACTIVE.reset(token)
         if call.responded(response, instance, kwargs):
             try:
                 client.read(response)
-            except BaseException:
-                call.read_failed(response)
+            except BaseException as exc:
+                call.read_failed(response, exc)
                 raise
             call.read(response)
         return response
@@ -246,16 +248,16 @@ def async_send(client: HttpClient, options: Callable[[], Options]) -> Wrapper:
         token = ACTIVE.set(True)  # marks the wrapped call as tracked (see ACTIVE)
         try:
             response = await wrapped(*args, **call.kwargs)
-        except BaseException:
-            call.failed()
+        except BaseException as exc:
+            call.failed(exc)
             raise
         finally:
             ACTIVE.reset(token)
         if call.responded(response, instance, kwargs):
             try:
                 await client.aread(response)
-            except BaseException:
-                call.read_failed(response)
+            except BaseException as exc:
+                call.read_failed(response, exc)
                 raise
             call.read(response)
         return response

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from pairwatch.channel.channel import ended_by
 from pairwatch.integrations._kit.stream import Tap
 from pairwatch.runtime import guard
 
@@ -107,8 +108,8 @@ class RawTee:
                     self.depth -= 1
                 self._feed(chunk, decoded)
                 yield chunk
-        except BaseException:
-            tap.dropped()
+        except BaseException as exc:
+            tap.dropped(ended_by(exc, "stream_dropped"))
             self._unhook()
             raise
         finally:
@@ -136,8 +137,8 @@ class RawTee:
             self.depth += 1
             try:
                 data = original(*args, **kwargs)
-            except BaseException:
-                self.tap.dropped()
+            except BaseException as exc:
+                self.tap.dropped(ended_by(exc, "stream_dropped"))
                 self._unhook()
                 raise
             finally:

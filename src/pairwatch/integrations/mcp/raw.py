@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -61,12 +62,15 @@ RAW_ATTRIBUTE = "_pairwatch_raw"
 class Raw:
     """One message's text as the transport received it, and where it came from."""
 
-    __slots__ = ("address", "data", "taken", "transport")
+    __slots__ = ("address", "data", "process", "taken", "transport")
 
-    def __init__(self, transport: str, data: object, address: str | None) -> None:
+    def __init__(
+        self, transport: str, data: object, address: str | None, process: object = None
+    ) -> None:
         self.transport = transport
         self.data = data
         self.address = address
+        self.process = process  # stdio: the server process the line came from
         self.taken = False
 
 
@@ -131,10 +135,27 @@ def _tag_line(
     result = wrapped(*args, **kwargs)
     try:
         line = args[0] if args else kwargs.get("line")
-        setattr(result, RAW_ATTRIBUTE, Raw("stdio", line, None))
+        setattr(result, RAW_ATTRIBUTE, Raw("stdio", line, None, _server_process()))
     except Exception:  # an exception type without attributes: that line goes uncounted
         pass
     return result
+
+
+def _server_process() -> object:
+    """The server process of the stdio transport whose reader parses this line: the reader
+    holds it as ``process`` (how the server ended tells a crash from an orderly end)."""
+    try:
+        frame: Any = sys._getframe(2)
+        for _ in range(3):  # the reader, or the wrapper between it and this tap
+            if frame is None:
+                return None
+            found = frame.f_locals.get("process")
+            if found is not None and hasattr(found, "returncode"):
+                return found
+            frame = frame.f_back
+    except (ValueError, AttributeError):
+        pass
+    return None
 
 
 async def _with_address(

@@ -12,8 +12,8 @@ Which hook sees what, and why
 * ``session._dispatcher._write`` (per instance): every outgoing message as a pydantic model
   (requests, notifications, the client's answers to server requests).  Dumped exactly as the
   transports dump it and recorded as sent.  A ``notifications/cancelled`` the SDK writes
-  after its own read timeout closes that request's batch at once (reason ``timeout``;
-  another cancellation: ``cancelled``), so "missing" matches what the caller saw.
+  withdraws that request (the channel reads it in what was sent); one it writes after its
+  own read timeout closes the request as missing with reason ``timeout``.
 * ``session._dispatcher._dispatch`` (per instance): every incoming item, already parsed, with
   the sender's context.  The SDK has by then dropped what it could not parse, coerced ids
   (``"07"`` pairs with 7) and, over streamable HTTP, rewritten a POST stream's response id
@@ -64,10 +64,12 @@ Not supported: mcp 1.x's ``BaseSession``.  With the global instrumentor on, ever
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import json
 import math
+import os
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -128,6 +130,8 @@ class _Session:
         self.resumed: set[SdkKey] = set()
         # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
         self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
+        self.process: object = None  # stdio: the server process, once a line names it
+        self.exit_pending = False  # its stdout ended; how it exited is not known yet
 
     # ----------------------------------------------------------------- outgoing
     def outgoing(self, message: object, metadata: object = None) -> None:
@@ -155,12 +159,11 @@ class _Session:
         elif isinstance(message, JSONRPCNotification) and message.method == (
             "notifications/cancelled"
         ):
+            # The channel read the cancellation in what was sent (withdrawn, or the SDK's
+            # own timeout): the session only stops following that request.
             key = _sdk_key(params.get("requestId"))
-            found = self.requests.pop(key, None) if key is not None else None
-            if found is not None:
-                reason = params.get("reason")
-                timed_out = isinstance(reason, str) and "timed out" in reason
-                self.channel.close_batch(found, "timeout" if timed_out else "cancelled")
+            if key is not None:
+                self.requests.pop(key, None)
 
     def _resumed_reply(self, data: object, message: object) -> object:
         """A replayed reply to a resumed request, read under the id it answers here.
@@ -195,6 +198,8 @@ class _Session:
         message = getattr(item, "message", None)
         if raw is not None:
             self._label(raw)
+            if raw.process is not None and self.process is None:
+                self.process = raw.process
             self.channel.received(self._resumed_reply(raw.data, message))
         elif (
             message is not None
@@ -227,16 +232,61 @@ class _Session:
             self.channel.relabel(raw.transport, integration="mcp", server_address=address)
 
     def stream_ended(self) -> None:
+        if self.exit_pending:
+            return  # already waiting for the server process's end
         self.requests.clear()
-        self.channel.close("stream_end")
+        process = self.process
+        if (
+            process is not None
+            and self.channel.open_batches
+            and exit_status(process) is None
+            and self._after_exit(process)
+        ):
+            return  # closed once the server process's end is known
+        self._ended(ending(process))
+
+    def _ended(self, reason: str) -> None:
+        self.exit_pending = False
+        self.channel.close(reason)
         while self.on_end:
             self.on_end.pop()()
+
+    def _after_exit(self, process: object) -> bool:
+        """A stdio server's stdout ended before its exit is known (its status reaches the
+        event loop a moment later): close then, as a drop if it was killed or failed, as
+        an orderly end otherwise (at most a second later).  False without an asyncio loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self.exit_pending = True
+        deadline = loop.time() + 1.0
+
+        def check() -> None:
+            if not self.exit_pending:
+                return
+            if exit_status(process) is None and loop.time() < deadline:
+                loop.call_later(0.01, check)
+                return
+            guard.shielded("mcp_exit", self._ended, ending(process))
+
+        loop.call_soon(check)
+        return True
+
+    def settle_exit(self) -> None:
+        """Close now what waits for the server process's end (pairwatch is taken off)."""
+        if self.exit_pending:
+            self._ended(ending(self.process))
 
     def call_ended(self, request: Request, exc: BaseException | None) -> None:
         """The SDK's call returned or raised: a batch still open is one it stopped awaiting."""
         batch = request.batch
         if batch is not None and batch.open:
-            self.channel.close_batch(batch, call_ended_reason(exc))
+            reason = call_ended_reason(exc)
+            if reason == "stream_end" and self.process is not None:
+                self.stream_ended()  # the connection is gone: how the server ended decides
+                return
+            self.channel.close_batch(batch, reason)
 
     # -------------------------------------------------------------------- spans
     def span_attributes(self, call: Call) -> Mapping[str, AttributeValue] | None:
@@ -256,6 +306,7 @@ class McpHandle(Patches):
     def __init__(self, state: _Session) -> None:
         super().__init__()
         self.state = state
+        self.on_uninstall.append(state.settle_exit)  # before the close: the hooks run in order
         self.on_uninstall.append(lambda: state.channel.close("closed"))
 
     def tap(self) -> None:
@@ -280,6 +331,33 @@ def _session_of(obj: object) -> object:
 _AUTO: weakref.WeakKeyDictionary[object, Handle] = weakref.WeakKeyDictionary()
 """Sessions the global instrumentor instrumented, so that an explicit instrument() replaces
 its handle instead of stacking a second one."""
+
+
+def exit_status(process: object) -> int | None:
+    """How a stdio server process ended: its status, minus the signal that killed it, or
+    None while unknown.  The status reaches the event loop a moment after the process ends;
+    until then it is peeked at with ``waitid(WNOWAIT)``, leaving the process to its owner
+    (the SDK's transport) to reap."""
+    code = getattr(process, "returncode", None)
+    if code is not None:
+        return int(code)
+    pid = getattr(process, "pid", None)
+    if not isinstance(pid, int) or not hasattr(os, "waitid"):
+        return None
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except OSError:  # reaped already, or not our child
+        return None
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def ending(process: object) -> str:
+    """A stdio stream's close reason: a server killed by a signal or failing mid-call
+    dropped it; one that exited in order (or is not known to have ended) ended it."""
+    status = exit_status(process) if process is not None else None
+    return "stream_dropped" if status not in (None, 0) else "stream_end"
 
 
 def install(obj: object, options: Options) -> Handle:
