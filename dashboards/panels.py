@@ -38,6 +38,7 @@ from promql import (
     R_NULL,
     R_REQUESTS,
     R_UNKNOWN,
+    R_WITHDRAWN,
     sel,
 )
 
@@ -163,12 +164,15 @@ def counters_against_each_other(panel_id: int, runbook: str) -> ts_b.Panel:
             "The raw pairing counters on one chart, per job. They are the evidence under the "
             "diagnoses, not a diagnosis: unknown and missing rising together can be a server "
             "rewriting ids as well as a client reusing them; the diagnosis panel says which. "
-            "Late replies are unknown-id replies for ids that had already timed out.",
+            "Late replies are unknown-id replies for ids that had already timed out. "
+            "Withdrawn requests (grey) are the caller's own cancellations: shown, "
+            "never a fault.",
             [
                 query(f"sum by (job) ({R_UNKNOWN}{sel()})", f"unknown id {legend}", "A"),
                 query(f"sum by (job) ({R_MISSING}{sel()})", f"missing {legend}", "B"),
                 query(f"sum by (job) ({R_NULL}{sel()})", f"null id {legend}", "C"),
                 query(f"sum by (job) ({R_LATE}{sel()})", f"late {legend}", "D"),
+                query(f"sum by (job) ({R_WITHDRAWN}{sel()})", f"withdrawn {legend}", "E"),
             ],
             unit="reqps",
             width=12,
@@ -179,6 +183,7 @@ def counters_against_each_other(panel_id: int, runbook: str) -> ts_b.Panel:
         .override_by_regexp("^missing.*", fixed_color(COLOR_MISSING))
         .override_by_regexp("^null id.*", fixed_color(COLOR_NULL))
         .override_by_regexp("^late.*", fixed_color(COLOR_LATE))
+        .override_by_regexp("^withdrawn.*", fixed_color("grey"))
     )
 
 

@@ -78,6 +78,7 @@ class FakePairwatchExporter:
         self.missing = counter("batch_missing_response", ["rpc_method", "pairwatch_close_reason"])
         self.null = counter("batch_null_id_response", [])
         self.late = counter("batch_late_response", [])
+        self.withdrawn = counter("batch_withdrawn_request", ["pairwatch_reason"])
         self.mismatch = counter("batch_response_count_mismatch", [])
         self.duplicate = counter("batch_duplicate_id", ["pairwatch_duplicate_scope"])
         self.invalid = counter("batch_invalid_response", ["pairwatch_reason"])
@@ -129,6 +130,7 @@ class FakePairwatchExporter:
             self.closed.labels(
                 **common, pairwatch_diagnosis="ok", pairwatch_close_reason="complete"
             ).inc()
+            self.withdrawn.labels(**common, pairwatch_reason="cancelled").inc()
             self.closed.labels(
                 **common, pairwatch_diagnosis=fault, pairwatch_close_reason="timeout"
             ).inc()
