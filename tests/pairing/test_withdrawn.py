@@ -155,3 +155,11 @@ def test_a_stream_batch_closes_when_the_rest_is_answered(channel, otel):
     assert otel.value("batch.closed", pairwatch__close_reason="complete") == 1
     assert otel.value("batch.withdrawn_request") == 1
     assert otel.value("batch.response_count_mismatch") == 0
+
+
+def test_cancelling_a_subscription_ends_it(channel, otel):
+    send(channel, req(4, "subscriptions/listen"))
+    send(channel, cancel(4, "the caller left the listen block"))
+    pairwatch.flush()
+    assert otel.value("batch.withdrawn_request", pairwatch__reason="subscription_ended") == 1
+    assert otel.value("batch.withdrawn_request", pairwatch__reason="cancelled") == 0

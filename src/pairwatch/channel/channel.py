@@ -32,6 +32,10 @@ from pairwatch.runtime import guard, sweeper, switch
 CANCELLED = "notifications/cancelled"
 """MCP's cancellation, which any channel recognises in what the caller sends."""
 
+SUBSCRIPTIONS = frozenset({"subscriptions/listen"})
+"""Requests that stay open until their caller ends them (MCP 2026-07-28): a cancellation of
+one ends a subscription (``subscription_ended``), it does not abandon a call."""
+
 WITHDRAWALS = frozenset({"cancelled", "subscription_ended"})
 """Why a caller stops waiting that are its own decisions: withdrawn, never missing."""
 
@@ -168,7 +172,7 @@ class Channel:
                 continue
             why = params.get("reason")
             timed_out = isinstance(why, str) and ("timed out" in why or "timeout" in why)
-            self.ledger.cancel(key, timed_out)
+            self.ledger.cancel(key, timed_out, SUBSCRIPTIONS)
 
     def withdraw_batch(self, batch: Batch, reason: str = "cancelled") -> None:
         """The caller withdrew ``batch`` (its call or task was cancelled): close it; what it

@@ -53,6 +53,7 @@ _DEFAULT_LIMITS = Limits()
 _NONE_OPEN = OpenBatches()
 
 _CANCELLED: tuple[str, str] = ("withdrawn", "cancelled")
+_ENDED: tuple[str, str] = ("withdrawn", "subscription_ended")
 """Every ledger's deadline queue until it queues a batch (most never do): always empty."""
 
 
@@ -475,12 +476,16 @@ class Ledger:
         if closed:
             self._emit(closed)
 
-    def cancel(self, key: IdKey, timed_out: bool = False) -> None:
+    def cancel(
+        self, key: IdKey, timed_out: bool = False, ended: frozenset[str] = frozenset()
+    ) -> None:
         """The caller cancelled the pending request ``key`` on the wire (MCP's
         ``notifications/cancelled``): it is withdrawn, and its batch closes once nothing
         else of it is pending.  ``timed_out``: the client cancelled because its own deadline
         passed, which is a timeout (a hung server must still count): a request that is its
-        batch's last one pending closes it as missing with reason ``timeout``."""
+        batch's last one pending closes it as missing with reason ``timeout``.  ``ended``:
+        methods whose requests are subscriptions, which a cancellation ends rather than
+        abandons (``subscription_ended``)."""
         closed: list[Batch] = []
         with self._lock:
             self._spill()
@@ -498,7 +503,7 @@ class Ledger:
                 at = batch.excused_at
                 if at is None:
                     at = batch.excused_at = {}
-                at[index] = _CANCELLED
+                at[index] = _ENDED if batch.methods[index] in ended else _CANCELLED
                 self.withdrawn_ids.remember(batch, [key], now)
                 # A stream's batch closes once nothing of it is pending; an exchange's at its
                 # body's end, so that what else its reply holds still counts against it.
