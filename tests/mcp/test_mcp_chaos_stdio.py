@@ -44,8 +44,9 @@ EXPECTED: dict[str, tuple[object, dict[str, int], str | None]] = {
         {"batch.invalid_response": 1, "batch.missing_response": 1},
         "timeout",
     ),
-    # half a line, then stdout closes: the stream ends with the request pending
-    "cut": (-32000, {"batch.missing_response": 1}, "stream_end"),
+    # half a line, then stdout closes and the proxy exits with a failing status (its upstream
+    # server's, killed): a server process that failed with the request pending dropped it
+    "cut": (-32000, {"batch.missing_response": 1}, "stream_dropped"),
 }
 WATCHED = (
     "batch.unknown_id_response",
