@@ -56,3 +56,75 @@ async def test_a_subscription_the_caller_ends_is_withdrawn(mode: tuple[str, ...]
     assert {a["pairwatch.diagnosis"] for a in otel.attrs("batch.closed")} == {"ok"}
     methods = {a.get("rpc.method") for a in otel.attrs("batch.pair_latency")}
     assert "tools/call" in methods
+
+
+def targets() -> list[tuple[str, str]]:
+    return [
+        (kind, mode)
+        for kind in ("stdio", "memory", "http-sse", "http-json", "http-stateless")
+        for mode in ("auto", "legacy")
+    ]
+
+
+@pytest.mark.parametrize(("kind", "mode"), targets())
+async def test_every_transport_and_mode_pairs_concurrent_calls_and_a_cancel(kind: str, mode: str):
+    """Five concurrent calls, one call the caller cancels, one more call; modern (auto
+    negotiates 2026-07-28) and legacy (2025-11-25), over stdio, in-process and streamable
+    HTTP (SSE replies, JSON replies, stateless): nothing is missing or unknown, the cancel is
+    withdrawn, and every span carries the MCP conventions' attributes."""
+    import anyio
+    import sdk_server
+    from mcp import StdioServerParameters
+    from mcp_support import sdk_stdio_command
+    from opentelemetry.semconv._incubating.attributes import (
+        gen_ai_attributes as gen_ai,
+    )
+    from opentelemetry.semconv._incubating.attributes import (
+        mcp_attributes as mcp_attrs,
+    )
+
+    async def run(target: object) -> tuple[str | None, Otel]:
+        otel = Otel()
+        async with Client(target, mode=mode) as client:
+            pairwatch.instrument(
+                client, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+            )
+            async with anyio.create_task_group() as tg:
+                for i in range(5):
+                    tg.start_soon(client.call_tool, "add", {"a": i, "b": 1})
+            with anyio.move_on_after(0.3):
+                await client.call_tool("slow", {"seconds": 10})
+            assert text(await client.call_tool("add", {"a": 9, "b": 9})) == "18"
+            version = getattr(client.session, "protocol_version", None)
+            pairwatch.uninstrument(client)
+        return version, otel
+
+    if kind == "stdio":
+        command, args = sdk_stdio_command()
+        version, otel = await run(StdioServerParameters(command=command, args=args))
+    elif kind == "memory":
+        version, otel = await run(sdk_server.server)
+    else:
+        flags = {"http-sse": (), "http-json": ("json",), "http-stateless": ("json", "stateless")}
+        with sdk_http(*flags[kind]) as url:
+            version, otel = await run(url)
+    assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    counters = otel.counters()
+    assert counters["batch.withdrawn_request"] == 1
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] + 1
+    for name in (
+        "batch.missing_response",
+        "batch.response_count_mismatch",
+        "batch.unknown_id_response",
+        "batch.null_id_response",
+    ):
+        assert counters.get(name, 0) == 0, name
+    calls = [s for s in otel.spans() if (s.attributes or {}).get("rpc.method") == "tools/call"]
+    assert len(calls) == 7
+    for span in calls:
+        attrs = span.attributes or {}
+        assert attrs[mcp_attrs.MCP_METHOD_NAME] == "tools/call"
+        assert attrs[gen_ai.GEN_AI_TOOL_NAME] in ("add", "slow")
+        assert attrs[gen_ai.GEN_AI_OPERATION_NAME] == "execute_tool"
+        if kind != "memory" or mode == "legacy":  # in-process modern: no negotiated session
+            assert attrs[mcp_attrs.MCP_PROTOCOL_VERSION] == version

@@ -163,3 +163,15 @@ def test_cancelling_a_subscription_ends_it(channel, otel):
     pairwatch.flush()
     assert otel.value("batch.withdrawn_request", pairwatch__reason="subscription_ended") == 1
     assert otel.value("batch.withdrawn_request", pairwatch__reason="cancelled") == 0
+
+
+def test_an_id_used_again_after_its_reply_is_a_new_request(channel, otel):
+    """MCP 2026-07-28: ids are unique only among requests in flight."""
+    for _ in range(3):
+        send(channel, req(1))
+        channel.received(json.dumps(res(1)))
+    pairwatch.flush()
+    assert otel.value("batch.requests") == 3
+    assert otel.hist("batch.pair_latency")[0] == 3
+    assert otel.value("batch.duplicate_id") == 0
+    assert otel.value("batch.unknown_id_response") == 0

@@ -22,16 +22,19 @@ watch on this side, so they are not recorded.  Labels: ``pairwatch.transport="me
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from opentelemetry.util.types import AttributeValue
 
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._kit.calls import Args, Kwargs, argument
 from pairwatch.integrations._kit.patch import Patches, Wrapper
-from pairwatch.pairing.records import Batch
+from pairwatch.integrations.mcp.follow import span_attributes as mcp_span_attributes
+from pairwatch.pairing.records import Batch, Call
 from pairwatch.runtime import guard
 
 __all__ = ["install"]
@@ -40,18 +43,29 @@ __all__ = ["install"]
 class _Direct:
     """One dispatcher's channel and the ids pairwatch gives its calls."""
 
-    def __init__(self, channel: Channel) -> None:
-        self.channel = channel
-        self.ids = itertools.count(1)
+    channel: Channel  # set right after, since the channel needs span_attributes
 
-    def sent(self, instance: object, method: object) -> tuple[int, Batch] | None:
+    def __init__(self) -> None:
+        self.ids = itertools.count(1)
+        self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
+
+    def sent(self, instance: object, method: object, params: object) -> tuple[int, Batch] | None:
         if getattr(instance, "_closed", False) or not getattr(instance, "_running", True):
             return None  # refused before anything reached the peer
         if not isinstance(method, str):
             return None
         rid = next(self.ids)
         batch = self.channel.sent({"jsonrpc": "2.0", "id": rid, "method": method})
-        return (rid, batch) if batch is not None else None
+        if batch is None:
+            return None
+        name = params.get("name") if isinstance(params, Mapping) else None
+        if method == "tools/call" and isinstance(name, str) and self.channel.telemetry.spans:
+            self.tools[batch] = name
+        return rid, batch
+
+    def span_attributes(self, call: Call) -> Mapping[str, AttributeValue]:
+        tool = self.tools.pop(call.batch, None) if call.index == 0 else None
+        return mcp_span_attributes(call.method, tool, None)
 
     def ended(self, sent: tuple[int, Batch], result: object, exc: BaseException | None) -> None:
         rid, batch = sent
@@ -82,14 +96,21 @@ class _Direct:
 
 def install(dispatcher: object, options: Options) -> Patches:
     """Instrument one ``DirectDispatcher`` (the client's side of an in-process pair)."""
-    state = _Direct(Channel(transport="memory", integration="mcp", options=options))
+    state = _Direct()
+    state.channel = Channel(
+        transport="memory",
+        integration="mcp",
+        options=options,
+        span_attributes=state.span_attributes,
+    )
     count = state.channel.telemetry.internal_error
     handle = Patches()
     handle.on_uninstall.append(lambda: state.channel.close("closed"))
 
     async def send_raw_request(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         method = argument(args, kwargs, 0, "method")
-        sent = guard.shielded("mcp_direct", state.sent, instance, method, count=count)
+        params = argument(args, kwargs, 1, "params")
+        sent = guard.shielded("mcp_direct", state.sent, instance, method, params, count=count)
         if sent is None:
             return await wrapped(*args, **kwargs)
         try:

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from opentelemetry.util.types import AttributeValue
 
 from pairwatch.integrations._kit.calls import Args, Kwargs
 from pairwatch.integrations._kit.patch import Wrapper
@@ -81,3 +82,20 @@ def following(
             guard.shielded("mcp", call_ended, request, failure, count=count)
 
     return send_raw_request
+
+
+def span_attributes(
+    method: str | None, tool: str | None, version: object
+) -> dict[str, AttributeValue]:
+    """One MCP request's span attributes in OpenTelemetry's MCP and GenAI conventions
+    (``mcp.method.name``, ``mcp.protocol.version``, ``gen_ai.tool.name``,
+    ``gen_ai.operation.name``), the same for every transport and mode."""
+    attrs: dict[str, AttributeValue] = {}
+    if method is not None:
+        attrs["mcp.method.name"] = method
+    if isinstance(version, str):
+        attrs["mcp.protocol.version"] = version
+    if tool is not None:
+        attrs["gen_ai.tool.name"] = tool
+        attrs["gen_ai.operation.name"] = "execute_tool"
+    return attrs

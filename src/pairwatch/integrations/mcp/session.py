@@ -65,6 +65,7 @@ Not supported: mcp 1.x's ``BaseSession``.  With the global instrumentor on, ever
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import json
@@ -93,6 +94,7 @@ from pairwatch.integrations.mcp.follow import (
     call_ended_reason,
     following,
 )
+from pairwatch.integrations.mcp.follow import span_attributes as mcp_span_attributes
 from pairwatch.pairing.records import Batch, Call
 from pairwatch.runtime import guard
 
@@ -131,6 +133,7 @@ class _Session:
         # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
         self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
         self.process: object = None  # stdio: the server process, once a line names it
+        self.session: weakref.ReferenceType[Any] | None = None  # for its protocol version
         self.exit_pending = False  # its stdout ended; how it exited is not known yet
 
     # ----------------------------------------------------------------- outgoing
@@ -290,14 +293,9 @@ class _Session:
 
     # -------------------------------------------------------------------- spans
     def span_attributes(self, call: Call) -> Mapping[str, AttributeValue] | None:
-        attrs: dict[str, AttributeValue] = {}
-        if call.method is not None:
-            attrs["mcp.method.name"] = call.method
         tool = self.tools.pop(call.batch, None) if call.index == 0 else None
-        if tool is not None:
-            attrs["gen_ai.tool.name"] = tool
-            attrs["gen_ai.operation.name"] = "execute_tool"
-        return attrs
+        session = self.session() if self.session is not None else None
+        return mcp_span_attributes(call.method, tool, getattr(session, "protocol_version", None))
 
 
 class McpHandle(Patches):
@@ -382,6 +380,8 @@ def install(obj: object, options: Options) -> Handle:
     # a message with none and from no transport's task is memory.
     stream = type(getattr(dispatcher, "_read_stream", None)).__name__
     state = _Session("http" if stream.startswith("Context") else "stdio")
+    with contextlib.suppress(TypeError):
+        state.session = weakref.ref(session)
     state.channel = Channel(
         transport=state.transport,
         integration="mcp",
