@@ -18,6 +18,13 @@ import pairwatch
 
 pytestmark = pytest.mark.timeout(60)
 
+FAULTS = (
+    "batch.missing_response",
+    "batch.response_count_mismatch",
+    "batch.unknown_id_response",
+    "batch.null_id_response",
+)
+
 
 async def one_subscription_around_a_call(url: str, otel: Otel | None) -> list[str]:
     seen: list[str] = []
@@ -46,12 +53,7 @@ async def test_a_subscription_the_caller_ends_is_withdrawn(mode: tuple[str, ...]
     assert counters["batch.withdrawn_request"] == 1
     assert otel.value("batch.withdrawn_request", pairwatch__reason="subscription_ended") == 1
     assert counters["batch.requests"] == paired + 1
-    for name in (
-        "batch.missing_response",
-        "batch.response_count_mismatch",
-        "batch.unknown_id_response",
-        "batch.null_id_response",
-    ):
+    for name in FAULTS:
         assert counters.get(name, 0) == 0, name
     assert {a["pairwatch.diagnosis"] for a in otel.attrs("batch.closed")} == {"ok"}
     methods = {a.get("rpc.method") for a in otel.attrs("batch.pair_latency")}
@@ -112,12 +114,7 @@ async def test_every_transport_and_mode_pairs_concurrent_calls_and_a_cancel(kind
     counters = otel.counters()
     assert counters["batch.withdrawn_request"] == 1
     assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] + 1
-    for name in (
-        "batch.missing_response",
-        "batch.response_count_mismatch",
-        "batch.unknown_id_response",
-        "batch.null_id_response",
-    ):
+    for name in FAULTS:
         assert counters.get(name, 0) == 0, name
     calls = [s for s in otel.spans() if (s.attributes or {}).get("rpc.method") == "tools/call"]
     assert len(calls) == 7
