@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 from components import require
 from mcp import ClientSession, StdioServerParameters
@@ -74,16 +75,28 @@ async def scenario(s: ClientSession, otel: Otel) -> None:
     # the server asks the client (ids 0 and 1: the client's own ids are in flight too)
     await s.call_tool("trigger-sampling-request", {"prompt": "x", "maxTokens": 5})
     await s.call_tool("trigger-elicitation-request", {})
+    # concurrent calls interleaved with the server's own request, then a call the caller
+    # cancels (the SDK sends notifications/cancelled): withdrawn, never missing
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(s.call_tool, "get-sum", {"a": i, "b": 1})
+        tg.start_soon(s.call_tool, "trigger-sampling-request", {"prompt": "y", "maxTokens": 5})
+    with anyio.move_on_after(0.5):
+        await s.call_tool("trigger-long-running-operation", {"duration": 20, "steps": 2})
+    content = (await s.call_tool("echo", {"message": "after"})).content[0]
+    assert getattr(content, "text", None) == "Echo: after"
     channel = pairwatch.api._handles[id(s)][1].state.channel
     assert channel.ledger.inbound_pending == 0
     pairwatch.uninstrument(s)
     counters = otel.counters()
-    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] >= 5
+    assert counters["batch.withdrawn_request"] == 1
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] + 1 >= 11
     for name in (
         "batch.unknown_id_response",
         "batch.null_id_response",
         "batch.missing_response",
         "batch.invalid_response",
+        "batch.response_count_mismatch",
     ):
         assert counters.get(name, 0) == 0, name
 
