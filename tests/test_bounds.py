@@ -167,3 +167,34 @@ def test_the_drain_queue_holds_a_bounded_number_of_requests(otel, clock):
     pairwatch.flush()
     assert otel.value("batch.requests") == 2 * per_drain * size
     assert otel.hist("batch.pair_latency")[0] == 2 * per_drain * size
+
+
+def test_every_close_reason_of_every_transport_starts_at_zero_within_the_sdk_limit(otel, clock):
+    """Each transport's missing-response close reasons are exported at 0 for every method
+    (the cap's 32 and ``_OTHER``), batch and single; all transports together stay under the
+    SDK's default cardinality limit of 2,000 attribute sets per instrument."""
+    from pairwatch.otel import zeros
+
+    options = Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    transports = [*zeros.MISSING_REASONS, "generic"]
+    for transport in transports:
+        channel = pairwatch.open_channel(transport=transport, options=options)
+        for i in range(40):  # past the method cap: 32 methods, then _OTHER
+            channel.sent(dumps(req(f"{transport}-{i}", f"m{i}")))
+            channel.received(dumps(res(f"{transport}-{i}")))
+            channel.sent(dumps([req(f"{transport}-b{i}", f"m{i}")]))
+            channel.received(dumps([res(f"{transport}-b{i}")]))
+    missing = otel.attrs("batch.missing_response", zeros=True)
+    for transport in transports:
+        reasons = zeros.MISSING_REASONS.get(transport, zeros.MISSING_REASONS_DEFAULT)
+        found = {
+            (a["rpc.method"], a["pairwatch.close_reason"], a["jsonrpc.batch"])
+            for a in missing
+            if a["pairwatch.transport"] == transport
+        }
+        assert len(found) == 33 * len(reasons) * 2, transport
+        assert {r for _, r, _ in found} == set(reasons)
+    per_instrument: dict[str, int] = {}
+    for name, _attrs, _point in otel.collect():
+        per_instrument[name] = per_instrument.get(name, 0) + 1
+    assert max(per_instrument.values()) == len(missing) < 2_000
