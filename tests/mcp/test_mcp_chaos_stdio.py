@@ -68,6 +68,9 @@ async def run_fault(fault: str, otel: Otel, seen: dict[str, object]) -> None:
             seen[fault] = text(await s.call_tool("add", {"a": 2, "b": 3}, read_timeout_seconds=1.0))
         except MCPError as exc:
             seen[fault] = exc.error.code
+        # A server process's exit status reaches the event loop a moment after its stdout
+        # closes: give it that moment, as a program that goes on running does.
+        await anyio.sleep(0.3)
         pairwatch.uninstrument(s)
 
 

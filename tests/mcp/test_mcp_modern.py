@@ -125,3 +125,37 @@ async def test_every_transport_and_mode_pairs_concurrent_calls_and_a_cancel(kind
         assert attrs[gen_ai.GEN_AI_OPERATION_NAME] == "execute_tool"
         if kind != "memory" or mode == "legacy":  # in-process modern: no negotiated session
             assert attrs[mcp_attrs.MCP_PROTOCOL_VERSION] == version
+
+
+async def test_the_version_probe_a_legacy_server_refuses_is_answered():
+    """``Client(url)`` probes with ``server/discover``; server-everything (another SDK, which
+    predates 2026-07-28) refuses it with HTTP 400 and id null, and the SDK falls back to
+    ``initialize``.  With every session instrumented from its start (the instrumentor), the
+    refusal pairs with the probe: no null-id reply, no missing probe, on every connect."""
+    from components import require
+    from mcp_support import INSTALL, everything_http, node_available
+
+    from pairwatch.instrumentor import PairwatchInstrumentor
+
+    require(node_available(), "node and @modelcontextprotocol/server-everything", INSTALL)
+    otel = Otel()
+    instrumentor = PairwatchInstrumentor()
+    instrumentor.instrument(
+        meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+    )
+    try:
+        with everything_http() as url:
+            for _ in range(2):  # two connects, two probes
+                async with Client(url) as client:
+                    assert client.session.protocol_version == "2025-11-25"
+                    await client.call_tool("echo", {"message": "x"})
+    finally:
+        instrumentor.uninstrument()
+    counters = otel.counters()
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0]
+    discover = [a for a in otel.attrs("batch.pair_latency") if a["rpc.method"] == "server/discover"]
+    assert len(discover) == 1  # one series, two observations
+    assert otel.hist("batch.pair_latency", rpc__method="server/discover")[0] == 2
+    for name in FAULTS:
+        assert counters.get(name, 0) == 0, name
+    assert {a["pairwatch.diagnosis"] for a in otel.attrs("batch.closed")} == {"ok"}

@@ -190,6 +190,30 @@ class _Session:
             return data
         return {**decoded, "id": message.id}
 
+    def _probe_reply(self, data: object, message: object) -> object:
+        """A legacy server's refusal of the 2026-07-28 version probe, read as its answer.
+
+        ``Client(url)`` first sends ``server/discover``; a server that predates it answers
+        that POST with an error whose id is null (HTTP 400, before it parses the request),
+        and the SDK falls back to ``initialize``.  That error is the reply to the probe, the
+        only request of its POST: it pairs with it (as an error) instead of counting a null-id
+        reply and a missing probe on every connect.  Every other reply is read as it came.
+        """
+        if not isinstance(message, JSONRPCError):
+            return data
+        batch = self.requests.get(_sdk_key(message.id))  # type: ignore[arg-type]
+        if batch is None or not batch.open or len(batch.keys) != 1:
+            return data
+        if batch.methods[0] != DISCOVER:
+            return data
+        try:
+            decoded = json.loads(data) if isinstance(data, (str, bytes, bytearray)) else data
+        except ValueError:
+            return data
+        if not isinstance(decoded, dict) or decoded.get("id", None) is not None:
+            return data
+        return {**decoded, "id": batch.keys[0]}
+
     def _track(self, key: SdkKey, batch: Batch) -> None:
         if len(self.requests) >= _MAX_TRACKED:  # closed by the ledger's timeout meanwhile
             self.requests = {k: b for k, b in self.requests.items() if b.open}
@@ -203,7 +227,9 @@ class _Session:
             self._label(raw)
             if raw.process is not None and self.process is None:
                 self.process = raw.process
-            self.channel.received(self._resumed_reply(raw.data, message))
+            self.channel.received(
+                self._probe_reply(self._resumed_reply(raw.data, message), message)
+            )
         elif (
             message is not None
             and hasattr(message, "model_dump")
@@ -329,6 +355,10 @@ def _session_of(obj: object) -> object:
 _AUTO: weakref.WeakKeyDictionary[object, Handle] = weakref.WeakKeyDictionary()
 """Sessions the global instrumentor instrumented, so that an explicit instrument() replaces
 its handle instead of stacking a second one."""
+
+
+DISCOVER = "server/discover"
+"""MCP 2026-07-28's version probe (see ``_Session._probe_reply``)."""
 
 
 def exit_status(process: object) -> int | None:
