@@ -50,6 +50,15 @@ def dropped() -> str:
 
 
 @server.tool()
+def two_rounds(ctx: Context) -> types.CallToolResult | types.InputRequiredResult:
+    """2026-07-28 multi-round-trip: the first call asks for another round (its own reply);
+    the client's retry, a new request with a new id, carries the state back and completes."""
+    if ctx.request_state != "round-2":
+        return types.InputRequiredResult(request_state="round-2")
+    return types.CallToolResult(content=[types.TextContent(type="text", text="done in two")])
+
+
+@server.tool()
 def crash_now() -> str:
     """The server is killed mid-call (SIGKILL): the client's stream drops."""
     os.kill(os.getpid(), signal.SIGKILL)

@@ -159,3 +159,23 @@ async def test_the_version_probe_a_legacy_server_refuses_is_answered():
     for name in FAULTS:
         assert counters.get(name, 0) == 0, name
     assert {a["pairwatch.diagnosis"] for a in otel.attrs("batch.closed")} == {"ok"}
+
+
+@pytest.mark.parametrize("mode", [(), ("json",)], ids=["sse", "json"])
+async def test_a_multi_round_trip_call_is_two_answered_requests(mode: tuple[str, ...]):
+    """The first request is answered by its ``input_required`` result; the retry is a new
+    request, with a new id, answered by the final result: two requests, two paired."""
+    with sdk_http(*mode) as url:
+        otel = Otel()
+        async with Client(url) as client:
+            pairwatch.instrument(
+                client, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+            )
+            assert text(await client.call_tool("two_rounds", {})) == "done in two"
+            pairwatch.uninstrument(client)
+    counters = otel.counters()
+    calls = otel.hist("batch.pair_latency", rpc__method="tools/call")[0]
+    assert calls == 2
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0]
+    for name in FAULTS:
+        assert counters.get(name, 0) == 0, name
