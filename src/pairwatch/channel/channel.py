@@ -178,7 +178,7 @@ class Channel:
         """The caller withdrew ``batch`` (its call or task was cancelled): close it; what it
         still awaits counts in ``batch.withdrawn_request`` with ``reason``, not as missing."""
         try:
-            self.ledger.withdraw_batch(batch, reason)
+            self.ledger.close_batch(batch, "withdrawn", reason)
         except Exception as exc:
             guard.report("close", exc, self.telemetry.internal_error)
 

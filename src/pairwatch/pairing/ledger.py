@@ -454,28 +454,6 @@ class Ledger:
         with self._lock:
             self._excuse((kind, reason))
 
-    def withdraw_batch(self, batch: Batch, reason: str) -> None:
-        """The caller withdrew ``batch`` (its call was cancelled): close it now; what it
-        still awaits is withdrawn with ``reason``, and a reply that comes for one of those
-        ids moments later is a reply after withdrawal, not an unknown id.  A batch already
-        closed (by a reply, a body or stream end, a timeout) is left as it closed."""
-        closed: list[Batch] = []
-        with self._lock:
-            if batch is self.held:
-                self._drop_held()
-            elif batch.open and not batch.expected_nothing:
-                now = self._clock()
-                batch.excused_as = ("withdrawn", reason)
-                waiting = [
-                    key
-                    for key, received in zip(batch.keys, batch.received, strict=True)
-                    if received is None and key is not None
-                ]
-                self.withdrawn_ids.remember(batch, waiting, now)
-                self._finish(batch, "withdrawn", closed, now)
-        if closed:
-            self._emit(closed)
-
     def cancel(
         self, key: IdKey, timed_out: bool = False, ended: frozenset[str] = frozenset()
     ) -> None:
@@ -512,14 +490,19 @@ class Ledger:
         if closed:
             self._emit(closed)
 
-    def close_batch(self, batch: Batch, reason: str) -> None:
+    def close_batch(self, batch: Batch, reason: str, excused: str | None = None) -> None:
         """Close one batch now: its caller stopped waiting (a client library's own timeout,
-        an error it synthesized).  What is still pending counts as missing with ``reason``."""
+        an error it synthesized).  What is still pending counts as missing with ``reason``;
+        with ``excused``, as :meth:`close` says (``close_batch(batch, "withdrawn",
+        "cancelled")``: the caller's call was cancelled).  A batch already closed is left
+        as it closed."""
         closed: list[Batch] = []
         with self._lock:
             if batch is self.held:
                 self._drop_held()
             elif batch.open and not batch.expected_nothing:
+                if excused is not None:
+                    batch.excused_as = (reason, excused)
                 self._finish(batch, reason, closed, self._clock())
         if closed:
             self._emit(closed)
@@ -612,7 +595,21 @@ class Ledger:
         settle(batch, reason, now, missing_keys)
         if reason == "timeout" and missing_keys:
             self.timed_out.remember(batch, missing_keys, now)
+        if batch.rare is not None and batch.excused:
+            self._remember_withdrawn(batch, now)
         closed.append(batch)
+
+    def _remember_withdrawn(self, batch: Batch, now: float) -> None:
+        """The ids a closing batch leaves withdrawn: a reply for one moments later raced the
+        caller's withdrawal (a reply after withdrawal, not an unknown id)."""
+        withdrawn: list[IdKey] = []
+        for index, (key, received) in enumerate(zip(batch.keys, batch.received, strict=True)):
+            if received is None and key is not None:
+                why = batch.excused_for(index)
+                if why is not None and why[0] == "withdrawn":
+                    withdrawn.append(key)
+        if withdrawn:
+            self.withdrawn_ids.remember(batch, withdrawn, now)
 
     def _emit(self, closed: list[Batch]) -> None:
         for batch in closed:
