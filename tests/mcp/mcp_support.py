@@ -117,3 +117,12 @@ def text(result: types.CallToolResult) -> str:
     content = result.content[0]
     assert isinstance(content, types.TextContent)
     return content.text
+
+
+FAULTS = (
+    "batch.missing_response",
+    "batch.response_count_mismatch",
+    "batch.unknown_id_response",
+    "batch.null_id_response",
+)
+"""Counters a healthy MCP session, with or without cancellations, leaves at zero."""

@@ -11,19 +11,12 @@ from __future__ import annotations
 
 import pytest
 from mcp import Client
-from mcp_support import sdk_http, text
+from mcp_support import FAULTS, sdk_http, text
 from otel_support import Otel
 
 import pairwatch
 
 pytestmark = pytest.mark.timeout(60)
-
-FAULTS = (
-    "batch.missing_response",
-    "batch.response_count_mismatch",
-    "batch.unknown_id_response",
-    "batch.null_id_response",
-)
 
 
 async def one_subscription_around_a_call(url: str, otel: Otel | None) -> list[str]:

@@ -17,19 +17,12 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
-from mcp_support import sdk_stdio_command, text
+from mcp_support import FAULTS, sdk_stdio_command, text
 from otel_support import Otel
 
 import pairwatch
 
 pytestmark = pytest.mark.timeout(60)
-
-FAULTS = (
-    "batch.missing_response",
-    "batch.response_count_mismatch",
-    "batch.unknown_id_response",
-    "batch.null_id_response",
-)
 
 
 async def cancel_one_then_add(s: Any) -> str:
