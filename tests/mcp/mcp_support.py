@@ -126,3 +126,41 @@ FAULTS = (
     "batch.null_id_response",
 )
 """Counters a healthy MCP session, with or without cancellations, leaves at zero."""
+
+
+KINDS = ("stdio", "memory", "http-sse", "http-json", "http-stateless")
+"""Every way the SDK's own server can be reached: stdio, in-process, streamable HTTP with
+SSE replies, with JSON replies, and stateless."""
+
+
+def targets() -> list[tuple[str, str]]:
+    """Each kind in both modes: auto (negotiates 2026-07-28) and legacy (2025-11-25)."""
+    return [(kind, mode) for kind in KINDS for mode in ("auto", "legacy")]
+
+
+@contextlib.contextmanager
+def sdk_target(kind: str) -> Iterator[object]:
+    """What ``Client(...)`` takes to reach the SDK's own server over ``kind``."""
+    if kind == "stdio":
+        from mcp import StdioServerParameters
+
+        command, args = sdk_stdio_command()
+        yield StdioServerParameters(command=command, args=args)
+    elif kind == "memory":
+        import sdk_server
+
+        yield sdk_server.server
+    else:
+        flags = {"http-sse": (), "http-json": ("json",), "http-stateless": ("json", "stateless")}
+        with sdk_http(*flags[kind]) as url:
+            yield url
+
+
+def sdk_exit_race(exc: BaseException) -> bool:
+    """mcp 2.3's own race, with or without pairwatch (about one session in two): in legacy
+    JSON-reply mode, a POST still waiting when the session ends is completed by the server's
+    teardown and written to the closed read stream (``BrokenResourceError`` at exit)."""
+    import anyio
+
+    inner = getattr(exc, "exceptions", ())
+    return bool(inner) and all(isinstance(e, anyio.BrokenResourceError) for e in inner)

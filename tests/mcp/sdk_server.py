@@ -27,6 +27,19 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
+def session_id(ctx: Context) -> str:
+    """The Mcp-Session-Id this request came with (empty without one): what spans must say."""
+    request = getattr(ctx.request_context, "request", None)
+    headers = getattr(request, "headers", None) or {}
+    return str(headers.get("mcp-session-id") or "")
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    return f"Say hello to {name}."
+
+
+@server.tool()
 async def slow(seconds: float) -> str:
     await anyio.sleep(seconds)
     return "done"

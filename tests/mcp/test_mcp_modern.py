@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from mcp import Client
-from mcp_support import FAULTS, sdk_http, text
+from mcp_support import FAULTS, sdk_http, sdk_target, targets, text
 from otel_support import Otel
 
 import pairwatch
@@ -53,14 +53,6 @@ async def test_a_subscription_the_caller_ends_is_withdrawn(mode: tuple[str, ...]
     assert "tools/call" in methods
 
 
-def targets() -> list[tuple[str, str]]:
-    return [
-        (kind, mode)
-        for kind in ("stdio", "memory", "http-sse", "http-json", "http-stateless")
-        for mode in ("auto", "legacy")
-    ]
-
-
 @pytest.mark.parametrize(("kind", "mode"), targets())
 async def test_every_transport_and_mode_pairs_concurrent_calls_and_a_cancel(kind: str, mode: str):
     """Five concurrent calls, one call the caller cancels, one more call; modern (auto
@@ -68,9 +60,6 @@ async def test_every_transport_and_mode_pairs_concurrent_calls_and_a_cancel(kind
     HTTP (SSE replies, JSON replies, stateless): nothing is missing or unknown, the cancel is
     withdrawn, and every span carries the MCP conventions' attributes."""
     import anyio
-    import sdk_server
-    from mcp import StdioServerParameters
-    from mcp_support import sdk_stdio_command
     from opentelemetry.semconv._incubating.attributes import (
         gen_ai_attributes as gen_ai,
     )
@@ -94,15 +83,8 @@ async def test_every_transport_and_mode_pairs_concurrent_calls_and_a_cancel(kind
             pairwatch.uninstrument(client)
         return version, otel
 
-    if kind == "stdio":
-        command, args = sdk_stdio_command()
-        version, otel = await run(StdioServerParameters(command=command, args=args))
-    elif kind == "memory":
-        version, otel = await run(sdk_server.server)
-    else:
-        flags = {"http-sse": (), "http-json": ("json",), "http-stateless": ("json", "stateless")}
-        with sdk_http(*flags[kind]) as url:
-            version, otel = await run(url)
+    with sdk_target(kind) as target:
+        version, otel = await run(target)
     assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
     counters = otel.counters()
     assert counters["batch.withdrawn_request"] == 1

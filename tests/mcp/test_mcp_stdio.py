@@ -57,12 +57,20 @@ def check_spans(otel: Otel) -> None:
     """pairwatch's spans sit beside the SDK's: own scope, MCP attribute names."""
     children = [sp for sp in otel.spans() if sp.parent is not None]
     assert {sp.instrumentation_scope.name for sp in children} == {"pairwatch"}
-    calls = {sp.attributes["gen_ai.tool.name"]: sp for sp in children if sp.name == "tools/call"}
+    calls = {
+        sp.attributes["gen_ai.tool.name"]: sp
+        for sp in children
+        if sp.attributes["mcp.method.name"] == "tools/call"
+    }
+    assert {name: sp.name for name, sp in calls.items()} == {
+        name: f"tools/call {name}" for name in calls
+    }
     add, slow = calls["add"], calls["slow"]
     assert add.attributes["mcp.method.name"] == "tools/call"
     assert add.attributes["jsonrpc.request.id"] == "2"
     assert add.attributes["pairwatch.outcome"] == "paired"
     assert slow.attributes["pairwatch.outcome"] == "missing"
+    assert slow.attributes["error.type"] == "timeout"
     assert calls["exit_now"].attributes["pairwatch.outcome"] == "missing"
     init = next(sp for sp in children if sp.name == "initialize")
     assert init.attributes["mcp.method.name"] == "initialize"

@@ -12,7 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from pairwatch.pairing.records import Call
 
-__all__ = ["DEFAULT_POLICY", "SpanAttributes", "SpanPolicy"]
+__all__ = ["DEFAULT_POLICY", "Details", "SpanAttributes", "SpanPolicy"]
 
 
 class SpanPolicy:
@@ -72,3 +72,24 @@ SpanAttributes = Callable[[Call], Mapping[str, AttributeValue] | None]
 
 Integrations know things the wire does not (an MCP tool name, a protocol's own method
 attribute); the hook lets them add those without telemetry knowing any protocol."""
+
+
+class Details(dict[str, AttributeValue]):
+    """What a hook may return instead of plain attributes: the span's name and failure too.
+
+    A protocol's conventions may name a request's span by more than its method (MCP's
+    ``tools/call add``) and call a reply a failure that JSON-RPC calls a result (a tool's
+    ``isError``); the integration knows both, the writer only applies them.
+    """
+
+    __slots__ = ("error", "name")
+
+    def __init__(
+        self,
+        attributes: Mapping[str, AttributeValue],
+        name: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        super().__init__(attributes)
+        self.name = name  # replaces the method as the span's name
+        self.error = error  # the span's ERROR status description; None leaves it as it is

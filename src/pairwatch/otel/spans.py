@@ -35,7 +35,7 @@ from pairwatch.otel.names import (
     SIDE,
 )
 from pairwatch.otel.sdk import spans as shortcut
-from pairwatch.otel.span_policy import DEFAULT_POLICY, SpanAttributes, SpanPolicy
+from pairwatch.otel.span_policy import DEFAULT_POLICY, Details, SpanAttributes, SpanPolicy
 from pairwatch.pairing.diagnosis import evidence
 from pairwatch.pairing.records import Batch, Call
 
@@ -247,6 +247,11 @@ class SpanWriter:
                 if extra:
                     attrs.update(extra)
                     cleaned = False
+                    if isinstance(extra, Details):
+                        if extra.name is not None:
+                            label = extra.name
+                        if extra.error is not None and status is UNSET:
+                            status = Status(StatusCode.ERROR, extra.error)
             if captured is not None and index in captured:
                 request, response = captured[index]
                 if request is not None:

@@ -22,7 +22,6 @@ watch on this side, so they are not recorded.  Labels: ``pairwatch.transport="me
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +32,7 @@ from opentelemetry.util.types import AttributeValue
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._kit.calls import Args, Kwargs, argument
 from pairwatch.integrations._kit.patch import Patches, Wrapper
-from pairwatch.integrations.mcp.follow import span_attributes as mcp_span_attributes
+from pairwatch.integrations.mcp.follow import Spans
 from pairwatch.pairing.records import Batch, Call
 from pairwatch.runtime import guard
 
@@ -47,7 +46,7 @@ class _Direct:
 
     def __init__(self) -> None:
         self.ids = itertools.count(1)
-        self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
+        self.spans = Spans()
 
     def sent(self, instance: object, method: object, params: object) -> tuple[int, Batch] | None:
         if getattr(instance, "_closed", False) or not getattr(instance, "_running", True):
@@ -58,17 +57,17 @@ class _Direct:
         batch = self.channel.sent({"jsonrpc": "2.0", "id": rid, "method": method})
         if batch is None:
             return None
-        name = params.get("name") if isinstance(params, Mapping) else None
-        if method == "tools/call" and isinstance(name, str) and self.channel.telemetry.spans:
-            self.tools[batch] = name
+        if self.channel.telemetry.spans:
+            self.spans.sent(batch, method, params)
         return rid, batch
 
     def span_attributes(self, call: Call) -> Mapping[str, AttributeValue]:
-        tool = self.tools.pop(call.batch, None) if call.index == 0 else None
-        return mcp_span_attributes(call.method, tool, None)
+        return self.spans.details(call, "memory")
 
     def ended(self, sent: tuple[int, Batch], result: object, exc: BaseException | None) -> None:
         rid, batch = sent
+        if self.channel.telemetry.spans:
+            self.spans.replied(batch, result, getattr(exc, "error", None))
         if exc is None:
             body = dict(result) if isinstance(result, Mapping) else {}
             self.channel.received({"jsonrpc": "2.0", "id": rid, "result": body})

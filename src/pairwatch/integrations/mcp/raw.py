@@ -62,22 +62,30 @@ RAW_ATTRIBUTE = "_pairwatch_raw"
 class Raw:
     """One message's text as the transport received it, and where it came from."""
 
-    __slots__ = ("address", "data", "process", "taken", "transport")
+    __slots__ = ("address", "data", "process", "session_id", "taken", "transport")
 
     def __init__(
-        self, transport: str, data: object, address: str | None, process: object = None
+        self,
+        transport: str,
+        data: object,
+        address: str | None,
+        process: object = None,
+        session_id: str | None = None,
     ) -> None:
         self.transport = transport
         self.data = data
         self.address = address
         self.process = process  # stdio: the server process the line came from
+        self.session_id = session_id  # streamable HTTP: the session the server assigned
         self.taken = False
 
 
 _RAW: contextvars.ContextVar[Raw | None] = contextvars.ContextVar("pairwatch_mcp_raw", default=None)
-_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "pairwatch_mcp_address", default=None
+_SOURCE: contextvars.ContextVar[tuple[str | None, object] | None] = contextvars.ContextVar(
+    "pairwatch_mcp_source", default=None
 )
+"""The HTTP transport whose task parses a body: its server's host name, and the transport
+itself (whose ``session_id`` is set from the reply's headers before the body is parsed)."""
 _WIRE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_mcp_wire", default=False)
 
 
@@ -111,7 +119,13 @@ class _AdapterTap:
 
     def validate_json(self, data: Any, *args: Any, **kwargs: Any) -> Any:
         with contextlib.suppress(Exception):  # never let the tap stop the SDK from parsing
-            _RAW.set(Raw(self._transport, data, _ADDRESS.get()))
+            source = _SOURCE.get()
+            if source is None:
+                _RAW.set(Raw(self._transport, data, None))
+            else:
+                session_id = getattr(source[1], "session_id", None)
+                session_id = session_id if isinstance(session_id, str) else None
+                _RAW.set(Raw(self._transport, data, source[0], None, session_id))
         return self._inner.validate_json(data, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -164,14 +178,14 @@ async def _with_address(
     token = wire = None
     with contextlib.suppress(Exception):
         wire = _WIRE.set(True)
-        token = _ADDRESS.set(urlsplit(str(getattr(instance, "url", ""))).hostname)
+        token = _SOURCE.set((urlsplit(str(getattr(instance, "url", ""))).hostname, instance))
     claim = ACTIVE.set(True)
     try:
         return await wrapped(*args, **kwargs)
     finally:
         ACTIVE.reset(claim)
         if token is not None:
-            _ADDRESS.reset(token)
+            _SOURCE.reset(token)
         if wire is not None:
             _WIRE.reset(wire)
 

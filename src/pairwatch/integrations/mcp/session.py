@@ -91,10 +91,10 @@ from pairwatch.integrations.mcp import raw as mcp_raw
 from pairwatch.integrations.mcp.follow import (
     REQUEST,
     Request,
+    Spans,
     call_ended_reason,
     following,
 )
-from pairwatch.integrations.mcp.follow import span_attributes as mcp_span_attributes
 from pairwatch.pairing.records import Batch, Call
 from pairwatch.runtime import guard
 
@@ -130,8 +130,8 @@ class _Session:
         # Requests sent with a resumption token: their reply is an earlier request's, replayed
         # on a GET stream under that request's id, which the SDK maps onto this one's.
         self.resumed: set[SdkKey] = set()
-        # Held weakly: a batch whose span is never made (no recording tracer) must not leak.
-        self.tools: weakref.WeakKeyDictionary[Batch, str] = weakref.WeakKeyDictionary()
+        self.spans = Spans()  # what the MCP conventions' spans need beyond the wire
+        self.session_id: str | None = None  # streamable HTTP's Mcp-Session-Id, once given
         self.process: object = None  # stdio: the server process, once a line names it
         self.session: weakref.ReferenceType[Any] | None = None  # for its protocol version
         self.exit_pending = False  # its stdout ended; how it exited is not known yet
@@ -155,10 +155,8 @@ class _Session:
             request = REQUEST.get()
             if request is not None and request.batch is None:
                 request.batch = batch
-            name = params.get("name")
-            spans = self.channel.telemetry.spans
-            if spans and data.get("method") == "tools/call" and isinstance(name, str):
-                self.tools[batch] = name
+            if self.channel.telemetry.spans:
+                self.spans.sent(batch, data.get("method"), params)
         elif isinstance(message, JSONRPCNotification) and message.method == (
             "notifications/cancelled"
         ):
@@ -223,8 +221,16 @@ class _Session:
     def incoming(self, item: object, sender_ctx: contextvars.Context | None) -> None:
         raw = mcp_raw.take(item, sender_ctx)
         message = getattr(item, "message", None)
+        if self.channel.telemetry.spans and isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            replied = self.requests.get(_sdk_key(message.id))  # type: ignore[arg-type]
+            if replied is not None:
+                self.spans.replied(
+                    replied, getattr(message, "result", None), getattr(message, "error", None)
+                )
         if raw is not None:
             self._label(raw)
+            if raw.session_id is not None:
+                self.session_id = raw.session_id
             if raw.process is not None and self.process is None:
                 self.process = raw.process
             self.channel.received(
@@ -319,9 +325,9 @@ class _Session:
 
     # -------------------------------------------------------------------- spans
     def span_attributes(self, call: Call) -> Mapping[str, AttributeValue] | None:
-        tool = self.tools.pop(call.batch, None) if call.index == 0 else None
         session = self.session() if self.session is not None else None
-        return mcp_span_attributes(call.method, tool, getattr(session, "protocol_version", None))
+        version = getattr(session, "protocol_version", None)
+        return self.spans.details(call, self.transport, version, self.session_id)
 
 
 class McpHandle(Patches):
