@@ -51,11 +51,13 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.
 
 
 @contextlib.contextmanager
-def serve(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+def serve(
+    argv: list[str], port: int, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(argv, env=env or ENV, stdout=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc)
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -80,11 +82,35 @@ def sdk_http(*mode: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def everything_http() -> Iterator[str]:
+    with everything_http_process() as (url, _proc):
+        yield url
+
+
+@contextlib.contextmanager
+def everything_http_process() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """server-everything over streamable HTTP, and its process (to kill it mid-call)."""
     port = free_port()
     env = {**ENV, "PORT": str(port)}
     argv = ["node", "--require", LOOPBACK, str(EVERYTHING), "streamableHttp"]
-    with serve(argv, port, env):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with serve(argv, port, env) as proc:
+        yield f"http://127.0.0.1:{port}/mcp", proc
+
+
+def child_running(needle: str) -> int:
+    """The pid of this process's child whose command line holds ``needle`` (a stdio server
+    the SDK started, whose process it does not hand out)."""
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me and needle in cmdline:
+            return int(entry.name)
+    raise LookupError(needle)
 
 
 def sdk_stdio_command() -> tuple[str, list[str]]:
@@ -111,6 +137,13 @@ async def sampling(
 
 async def elicitation(ctx: object, params: object) -> types.ElicitResult:
     return types.ElicitResult(action="decline")
+
+
+ROOTS = [types.Root(uri="file:///tmp/pairwatch-root", name="pairwatch")]  # type: ignore[arg-type]
+
+
+async def list_roots(ctx: object) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=ROOTS)
 
 
 def text(result: types.CallToolResult) -> str:

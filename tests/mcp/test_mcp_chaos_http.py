@@ -49,7 +49,7 @@ EXPECTED: dict[tuple[str, str], tuple[object, dict[str, int], str | None]] = {
     ("drop", "json"): (-32600, {M: 1}, "body_end"),
     ("drop", "sse"): (-32600, {M: 1}, "body_end"),
     # half an SSE event, then the connection closes
-    ("cut", "sse"): (-32000, {M: 1}, "stream_end"),
+    ("cut", "sse"): (-32000, {M: 1}, "stream_dropped"),  # a chunked body cut mid-event: broke
     # jsonrpc "1.0": pairs by id and is invalid; the SDK refuses it (-32700)
     ("bad_version", "sse"): (-32700, {I: 1}, None),
 }

@@ -9,7 +9,9 @@ fail under CI=true.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import pytest
@@ -17,7 +19,18 @@ from components import require
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import EVERYTHING, INSTALL, elicitation, everything_http, node_available, sampling
+from mcp_support import (
+    EVERYTHING,
+    INSTALL,
+    ROOTS,
+    child_running,
+    elicitation,
+    everything_http,
+    everything_http_process,
+    list_roots,
+    node_available,
+    sampling,
+)
 from otel_support import Otel
 
 import pairwatch
@@ -40,6 +53,7 @@ async def stdio_session() -> AsyncIterator[ClientSession]:
             w,
             sampling_callback=sampling,
             elicitation_callback=elicitation,
+            list_roots_callback=list_roots,
             read_timeout_seconds=10,
         ) as s,
     ):
@@ -56,10 +70,16 @@ async def http_session() -> AsyncIterator[ClientSession]:
                 w,
                 sampling_callback=sampling,
                 elicitation_callback=elicitation,
+                list_roots_callback=list_roots,
                 read_timeout_seconds=10,
             ) as s,
         ):
             yield s
+
+
+async def roots_seen(s: ClientSession) -> None:
+    content = (await s.call_tool("get-roots-list", {})).content[0]
+    assert ROOTS[0].name in getattr(content, "text", "")
 
 
 async def scenario(s: ClientSession, otel: Otel) -> None:
@@ -81,6 +101,8 @@ async def scenario(s: ClientSession, otel: Otel) -> None:
         for i in range(4):
             tg.start_soon(s.call_tool, "get-sum", {"a": i, "b": 1})
         tg.start_soon(s.call_tool, "trigger-sampling-request", {"prompt": "y", "maxTokens": 5})
+        tg.start_soon(s.call_tool, "trigger-elicitation-request", {})
+        tg.start_soon(roots_seen, s)  # the server asked for roots/list after initialized
     with anyio.move_on_after(0.5):
         await s.call_tool("trigger-long-running-operation", {"duration": 20, "steps": 2})
     content = (await s.call_tool("echo", {"message": "after"})).content[0]
@@ -113,3 +135,60 @@ async def test_everything_over_streamable_http():
     async with http_session() as s:
         await scenario(s, otel)
     assert otel.attrs("batch.requests")[0]["server.address"] == "127.0.0.1"
+
+
+async def killed_mid_call(s: ClientSession, otel: Otel, kill: Callable[[], None]) -> None:
+    """Two long operations in flight when the server is killed: both missing, dropped."""
+    pairwatch.instrument(
+        s, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+    )
+    await s.initialize()
+    content = (await s.call_tool("echo", {"message": "hi"})).content[0]
+    assert getattr(content, "text", None) == "Echo: hi"
+
+    async def long_operation() -> None:
+        with contextlib.suppress(Exception):  # the SDK's error for the lost request
+            await s.call_tool("trigger-long-running-operation", {"duration": 20, "steps": 2})
+
+    try:  # over HTTP the SDK cancels this body when its connection breaks
+        with anyio.move_on_after(8):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(long_operation)
+                tg.start_soon(long_operation)
+                await anyio.sleep(0.5)
+                kill()
+        await anyio.sleep(0.2)  # stdio: the exit status reaches the loop a moment later
+    finally:
+        pairwatch.uninstrument(s)
+
+
+def assert_dropped(otel: Otel) -> None:
+    counters = otel.counters()
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] + 2
+    assert counters["batch.missing_response"] == 2
+    got = {a["pairwatch.close_reason"] for a in otel.attrs("batch.missing_response")}
+    assert got == {"stream_dropped"}
+    assert counters.get("batch.withdrawn_request", 0) == 0
+    assert counters.get("batch.unknown_id_response", 0) == 0
+
+
+async def test_everything_killed_mid_call_over_stdio():
+    otel = Otel()
+    async with stdio_session() as s:
+        pid = child_running(str(EVERYTHING))
+        await killed_mid_call(s, otel, lambda: os.kill(pid, signal.SIGKILL))
+    assert_dropped(otel)
+
+
+async def test_everything_killed_mid_call_over_streamable_http():
+    otel = Otel()
+    with everything_http_process() as (url, proc):
+        try:
+            async with (
+                streamable_http_client(url) as (r, w),
+                ClientSession(r, w, read_timeout_seconds=10) as s,
+            ):
+                await killed_mid_call(s, otel, proc.kill)
+        except Exception as exc:  # the SDK's transport task ends the session with the break
+            assert "RemoteProtocolError" in repr(exc), repr(exc)  # noqa: PT017
+    assert_dropped(otel)

@@ -39,12 +39,14 @@ __all__ = ["REQUEST", "Request", "Spans", "call_ended_reason", "following"]
 
 
 class Request:
-    """One ``send_raw_request`` in flight: the batch its write opened, once written."""
+    """One ``send_raw_request`` in flight: the batch its write opened, once written, and
+    the HTTP transport that sends it (whose broken connection ends the call)."""
 
-    __slots__ = ("batch",)
+    __slots__ = ("batch", "transport")
 
     def __init__(self) -> None:
         self.batch: Batch | None = None
+        self.transport: object = None
 
 
 REQUEST: contextvars.ContextVar[Request | None] = contextvars.ContextVar(

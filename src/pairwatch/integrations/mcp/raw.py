@@ -46,15 +46,28 @@ import contextvars
 import functools
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from pairwatch.integrations._kit.exchange import ACTIVE
 from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.integrations.mcp.follow import REQUEST
 from pairwatch.runtime import guard
 
-__all__ = ["RAW_ATTRIBUTE", "Raw", "acquire", "claim_targets", "from_wire", "release", "take"]
+__all__ = [
+    "RAW_ATTRIBUTE",
+    "Raw",
+    "Source",
+    "acquire",
+    "broken",
+    "claim_targets",
+    "dropped",
+    "from_wire",
+    "release",
+    "take",
+]
 
 RAW_ATTRIBUTE = "_pairwatch_raw"
 
@@ -80,12 +93,44 @@ class Raw:
         self.taken = False
 
 
+class Source:
+    """One HTTP exchange of a streamable HTTP transport, as its task sees it: the server's
+    host name, the transport, and whether the connection broke under it (the SDK swallows a
+    broken SSE stream and resolves the request with the same error as a stream that ended)."""
+
+    __slots__ = ("address", "broken", "transport")
+
+    def __init__(self, address: str | None, transport: object) -> None:
+        self.address = address
+        self.transport = transport
+        self.broken = False
+
+
+_BROKEN: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""Transports whose connection broke under an exchange, with the close reason it reads as:
+the SDK then cancels the calls in flight, which must not read as the caller's withdrawal."""
+
+
+def broken(transport: object) -> str | None:
+    """``stream_dropped`` (or ``send_failed``) when ``transport``'s connection broke."""
+    try:
+        return _BROKEN.get(transport)
+    except TypeError:
+        return None
+
+
+def dropped(sender_ctx: contextvars.Context | None) -> bool:
+    """Whether an item the SDK made up was sent after the connection under it broke."""
+    source = sender_ctx.get(_SOURCE) if sender_ctx is not None else None
+    return source is not None and source.broken
+
+
 _RAW: contextvars.ContextVar[Raw | None] = contextvars.ContextVar("pairwatch_mcp_raw", default=None)
-_SOURCE: contextvars.ContextVar[tuple[str | None, object] | None] = contextvars.ContextVar(
+_SOURCE: contextvars.ContextVar[Source | None] = contextvars.ContextVar(
     "pairwatch_mcp_source", default=None
 )
-"""The HTTP transport whose task parses a body: its server's host name, and the transport
-itself (whose ``session_id`` is set from the reply's headers before the body is parsed)."""
+"""The exchange whose task parses a body (the transport's ``session_id`` is set from the
+reply's headers before the body is parsed)."""
 _WIRE: contextvars.ContextVar[bool] = contextvars.ContextVar("pairwatch_mcp_wire", default=False)
 
 
@@ -123,9 +168,9 @@ class _AdapterTap:
             if source is None:
                 _RAW.set(Raw(self._transport, data, None))
             else:
-                session_id = getattr(source[1], "session_id", None)
+                session_id = getattr(source.transport, "session_id", None)
                 session_id = session_id if isinstance(session_id, str) else None
-                _RAW.set(Raw(self._transport, data, source[0], None, session_id))
+                _RAW.set(Raw(self._transport, data, source.address, None, session_id))
         return self._inner.validate_json(data, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -178,10 +223,18 @@ async def _with_address(
     token = wire = None
     with contextlib.suppress(Exception):
         wire = _WIRE.set(True)
-        token = _SOURCE.set((urlsplit(str(getattr(instance, "url", ""))).hostname, instance))
+        address = urlsplit(str(getattr(instance, "url", ""))).hostname
+        token = _SOURCE.set(Source(address, instance))
+        request = REQUEST.get()  # the POST task runs in a copy of the caller's context
+        if request is not None:
+            request.transport = instance
     claim = ACTIVE.set(True)
     try:
         return await wrapped(*args, **kwargs)
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            _broke(instance, exc)
+        raise
     finally:
         ACTIVE.reset(claim)
         if token is not None:
@@ -198,6 +251,53 @@ async def _claimed(
         return await wrapped(*args, **kwargs)
     finally:
         ACTIVE.reset(claim)
+
+
+def _broke(transport: object, exc: BaseException) -> None:
+    """An exchange failed on the wire: remember it of its transport (and of this exchange)."""
+    import httpx2
+
+    if not isinstance(exc, httpx2.TransportError) or isinstance(exc, httpx2.SSEError):
+        return  # an event over the SDK's own size limit, or malformed: not a broken wire
+    source = _SOURCE.get()
+    if source is not None:
+        source.broken = True
+    unreachable = isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout))
+    _BROKEN[transport] = "send_failed" if unreachable else "stream_dropped"
+
+
+class _EventSourceTap:
+    """Stands in for ``EventSource`` in the streamable HTTP transport: the SDK catches what
+    breaks an SSE stream and resolves the request with the error it gives a stream that
+    ended in order; this sees the break first and marks the exchange."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __call__(self, response: Any, *args: Any, **kwargs: Any) -> Any:
+        return _WatchedEvents(self._inner(response, *args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _WatchedEvents:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> Any:
+        try:
+            async for event in self._inner:
+                yield event
+        except Exception as exc:
+            source = _SOURCE.get()
+            if source is not None:
+                with contextlib.suppress(Exception):
+                    _broke(source.transport, exc)
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 _TRANSPORT_METHODS = (
@@ -263,6 +363,7 @@ class _Taps:
                 ),
             ),
             ("types", lambda: patches.replace(sse, "types", lambda t: _TypesTap(t, "sse"))),
+            ("EventSource", lambda: patches.replace(shttp, "EventSource", _EventSourceTap)),
         ]
         for target, name, wrapper in claim_targets():
             steps.append(

@@ -142,9 +142,13 @@ class _Session:
         if dump is None:
             return
         data = dump(by_alias=True, mode="json", exclude_unset=True)
-        batch = self.channel.sent(data)
         params = data.get("params")
         params = params if isinstance(params, dict) else {}
+        if isinstance(message, JSONRPCNotification) and message.method == (
+            "notifications/cancelled"
+        ):
+            self._cancelled_by_a_break(params.get("requestId"))
+        batch = self.channel.sent(data)
         if isinstance(message, JSONRPCRequest):
             key = _sdk_key(data.get("id"))
             if batch is None or not batch.calls or key is None:
@@ -165,6 +169,18 @@ class _Session:
             key = _sdk_key(params.get("requestId"))
             if key is not None:
                 self.requests.pop(key, None)
+
+    def _cancelled_by_a_break(self, request_id: object) -> None:
+        """The SDK cancels a call whose transport's connection broke, and tells the server so:
+        that request ended with the connection (``stream_dropped``), it was not withdrawn."""
+        request = REQUEST.get()  # the cancelled call's own task sends the notification
+        key = _sdk_key(request_id)
+        if request is None or request.transport is None or key is None:
+            return
+        batch = self.requests.get(key)
+        reason = mcp_raw.broken(request.transport)
+        if reason is not None and batch is not None and batch is request.batch and batch.open:
+            self.channel.close_batch(batch, reason)
 
     def _resumed_reply(self, data: object, message: object) -> object:
         """A replayed reply to a resumed request, read under the id it answers here.
@@ -256,6 +272,8 @@ class _Session:
         if raw is None:
             text = message.error.message if isinstance(message, JSONRPCError) else ""
             reason = "stream_end" if "stream ended" in text else "body_end"
+            if mcp_raw.dropped(sender_ctx):
+                reason = "stream_dropped"  # the SDK says "ended" of a stream that broke
         else:
             reason = "body_end" if raw.transport == "http" else "client_resolved"
         self.channel.close_batch(batch, reason)
@@ -318,6 +336,10 @@ class _Session:
         batch = request.batch
         if batch is not None and batch.open:
             reason = call_ended_reason(exc)
+            if reason == "cancelled" and request.transport is not None:
+                # The SDK cancels the calls in flight when its transport's connection broke:
+                # that is the connection's end, not the caller's withdrawal.
+                reason = mcp_raw.broken(request.transport) or reason
             if reason == "stream_end" and self.process is not None:
                 self.stream_ended()  # the connection is gone: how the server ended decides
                 return
