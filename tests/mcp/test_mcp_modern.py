@@ -154,3 +154,38 @@ async def test_a_multi_round_trip_call_is_two_answered_requests(mode: tuple[str,
     assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0]
     for name in FAULTS:
         assert counters.get(name, 0) == 0, name
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("stdio", "auto"), ("http-sse", "legacy")])
+async def test_an_id_used_again_after_its_reply_is_a_new_request(kind: str, mode: str):
+    """2026-07-28: ids are unique only among requests in flight.  A caller-supplied id used
+    again once its reply came (the SDK's ``request_id`` call option) is a new request that
+    pairs, never a duplicate.  (Over HTTP the modern session also stamps headers that the
+    dispatcher's option skips; legacy HTTP shows the same rule on that wire.)"""
+    otel = Otel()
+    envelope = {  # what the session stamps on a 2026-07-28 request
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": envelope}
+    with sdk_target(kind) as target:
+        async with Client(target, mode=mode) as client:
+            pairwatch.instrument(
+                client, meter_provider=otel.meter_provider, tracer_provider=otel.tracer_provider
+            )
+            for request_id in ("job-1", "job-1", 7, 7, "job-1"):
+                # the SDK's request_id call option, which its dispatcher takes
+                result = await client.session._dispatcher.send_raw_request(
+                    "tools/call", params, {"request_id": request_id}
+                )
+                assert result["content"][0]["text"] == "3"
+            pairwatch.uninstrument(client)
+    counters = otel.counters()
+    assert counters["batch.requests"] == otel.hist("batch.pair_latency")[0] == 5
+    for name in FAULTS:
+        assert counters.get(name, 0) == 0, name
+    assert counters.get("batch.duplicate_id", 0) == 0
+    ids = sorted(
+        str(s.attributes["jsonrpc.request.id"]) for s in otel.spans() if s.parent is not None
+    )
+    assert ids == ["7", "7", "job-1", "job-1", "job-1"]
