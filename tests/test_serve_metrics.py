@@ -100,3 +100,76 @@ def test_the_documented_module_paths_resolve_after_import_pairwatch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "pairwatch.endpoint serve True\n"
+
+
+def test_instrument_without_a_provider_records_into_the_running_endpoint():
+    """``serve_metrics()`` then ``instrument(client)``: the endpoint lends its provider to
+    clients instrumented with none while it runs (the application set no global SDK
+    provider); an explicit provider always wins."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    headers = {"Content-Type": "application/json"}
+    reader = InMemoryMetricReader()
+    explicit = MeterProvider(metric_readers=[reader])
+    with ChaosServer([Fault("drop", indices=(1,))]) as server:
+        with pairwatch.serve_metrics(port=0) as metrics:
+            lent = pairwatch.instrument(httpx.Client())
+            own = pairwatch.instrument(httpx.Client(), meter_provider=explicit)
+            try:
+                lent.post(server.url, content=batch(1, 2, 3), headers=headers)
+                own.post(server.url, content=batch(4, 5), headers=headers)
+                pairwatch.flush()
+                counts = scrape(metrics.url)
+            finally:
+                pairwatch.uninstrument(own)
+        assert counts["batch_requests_total"] == 3  # only the lent client's batch
+        assert counts["batch_missing_response_total"] == 1
+        requests = [
+            p.value
+            for rm in reader.get_metrics_data().resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == "batch.requests"
+            for p in m.data.data_points
+        ]
+        assert sum(requests) == 2  # the explicit provider's batch, and only that
+        pairwatch.uninstrument(lent)
+        with pairwatch.serve_metrics(port=0) as again:  # what is instrumented from now on
+            later = pairwatch.instrument(httpx.Client())
+            later.post(server.url, content=batch(6), headers=headers)
+            pairwatch.flush()
+            assert scrape(again.url)["batch_requests_total"] == 1
+            pairwatch.uninstrument(later)
+
+
+def test_an_application_global_sdk_provider_wins_over_the_endpoint(tmp_path):
+    """An application that set its own global SDK provider keeps its metrics there."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import httpx, json, urllib.request\n"
+        "from opentelemetry import metrics\n"
+        "from opentelemetry.sdk.metrics import MeterProvider\n"
+        "from opentelemetry.sdk.metrics.export import InMemoryMetricReader\n"
+        "import pairwatch\n"
+        "from pairwatch.chaos import ChaosServer\n"
+        "reader = InMemoryMetricReader()\n"
+        "metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))\n"
+        "body = json.dumps([{'jsonrpc': '2.0', 'id': 1, 'method': 'echo'}])\n"
+        "with ChaosServer() as server, pairwatch.serve_metrics(port=0) as endpoint:\n"
+        "    client = pairwatch.instrument(httpx.Client())\n"
+        "    client.post(server.url, content=body, headers={'Content-Type': 'application/json'})\n"
+        "    pairwatch.flush()\n"
+        "    page = urllib.request.urlopen(endpoint.url).read().decode()\n"
+        "names = [m.name for rm in reader.get_metrics_data().resource_metrics\n"
+        "         for sm in rm.scope_metrics for m in sm.metrics]\n"
+        "print('global' if 'batch.requests' in names else 'none',\n"
+        "      'endpoint' if 'batch_requests_total' in page else 'empty')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == ["global", "empty"]

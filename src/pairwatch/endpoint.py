@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.view import View
 
-from pairwatch.otel import exposition
+from pairwatch.otel import default_provider, exposition
 
 __all__ = ["MetricsEndpoint", "serve_metrics"]
 
@@ -44,6 +44,7 @@ class MetricsEndpoint:
         if self.closed:
             return
         self.closed = True
+        default_provider.take_back(self.meter_provider)
         self._server.shutdown()
         self._server.server_close()
         self.meter_provider.shutdown()
@@ -69,7 +70,9 @@ def serve_metrics(
 ) -> MetricsEndpoint:
     """Serve pairwatch's metrics for a Prometheus scrape; return the endpoint.
 
-    Pass ``endpoint.meter_provider`` to :func:`pairwatch.instrument`.  Binds loopback unless
+    While it runs, channels given no meter provider record into it, unless the application
+    set a global SDK provider (:mod:`pairwatch.otel.default_provider`); passing
+    ``endpoint.meter_provider`` explicitly works too.  Binds loopback unless
     told otherwise, so metrics leave the machine only at the user's choice; ``port=0`` lets
     the OS pick a free port (read it from ``endpoint.port``).  A port in use raises
     ``OSError`` here, at start-up, where the application can choose what to do.
@@ -79,4 +82,5 @@ def serve_metrics(
     classic buckets at its own boundaries).  ``views`` are SDK views for that provider.
     """
     provider, server = exposition.serve(port, addr, views=views)
+    default_provider.lend(provider)
     return MetricsEndpoint(provider, server, addr)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from opentelemetry import metrics, trace
 
 from pairwatch.options import Options
+from pairwatch.otel import default_provider
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
 from pairwatch.otel.shared import CACHE
@@ -37,22 +38,23 @@ def capture_for(options: Options) -> Capture | None:
 def telemetry_for(options: Options) -> Telemetry:
     """One set of instruments per provider pair, shared by every channel that uses it (a
     method cap per channel would be no cap), and forgotten with its providers."""
+    meter_provider = default_provider.resolve(options.meter_provider)
     return CACHE.get(
-        options.meter_provider,
+        meter_provider,
         options.tracer_provider,
         options.method_cap,
         options.spans,
-        lambda: _build_telemetry(options),
+        lambda: _build_telemetry(options, meter_provider),
     )
 
 
-def _build_telemetry(options: Options) -> Telemetry:
+def _build_telemetry(options: Options, meter_provider: object) -> Telemetry:
     """Instruments from the user's providers; when a provider raises, fall back to no-op
     ones (the tracer alone first, so metrics survive a broken tracer provider) rather than
     fail the client's call that opened the channel."""
     attempts: tuple[tuple[object, object], ...] = (
-        (options.meter_provider, options.tracer_provider),
-        (options.meter_provider, trace.NoOpTracerProvider()),
+        (meter_provider, options.tracer_provider),
+        (meter_provider, trace.NoOpTracerProvider()),
         (metrics.NoOpMeterProvider(), trace.NoOpTracerProvider()),
     )
     failure: Exception | None = None
