@@ -109,6 +109,19 @@ def eth_get_balance(params: Any) -> Any:
     return hex(int.from_bytes(digest[:6], "big"))
 
 
+METHOD_HELP: dict[str, str] = {
+    "echo": "returns its params",
+    "add": "the sum of a list (or object) of numbers",
+    "sleep": "waits params[0] seconds (at most 30), then returns null",
+    "get_value": '"value:<key>" for params[0]',
+    "fail": 'an error reply (params: {"code": ..., "message": ...})',
+    "eth_blockNumber": "a fixed block number, as hex",
+    "eth_chainId": "1337, as hex",
+    "eth_getBalance": "a balance derived from the address",
+    "net_version": '"1337"',
+}
+"""What each method of the test server answers (``pairwatch serve --help``)."""
+
 DEFAULT_HANDLERS: dict[str, Handler] = {
     "echo": echo,
     "add": add,

@@ -17,9 +17,18 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from .backend import Backend
+from .backend import METHOD_HELP, Backend
 from .engine import Engine
-from .faults import Fault, FaultMix, FaultPlan, FaultScript, Reply, parse_fault
+from .faults import (
+    FAULT_HELP,
+    KINDS,
+    Fault,
+    FaultMix,
+    FaultPlan,
+    FaultScript,
+    Reply,
+    parse_fault,
+)
 from .server import ChaosServer, Transport
 
 
@@ -95,9 +104,12 @@ def _net_options(p: argparse.ArgumentParser, *, sse: bool) -> None:
         )
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(prog: str = "python -m pairwatch.chaos") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m pairwatch.chaos", description="Fault-injecting JSON-RPC 2.0 server/proxy."
+        prog=prog,
+        description="Fault-injecting JSON-RPC 2.0 server/proxy.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="mode", required=True)
     for name, text in (("http", "HTTP server (JSON and SSE)"), ("ws", "websocket server")):
@@ -116,6 +128,18 @@ def make_parser() -> argparse.ArgumentParser:
     _fault_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="upstream command after --")
     return parser
+
+
+def epilog() -> str:
+    """The methods the server answers and the faults it injects, for ``--help``."""
+    methods = "\n".join(f"  {name:<24}{text}" for name, text in METHOD_HELP.items())
+    faults = "\n".join(f"  {name:<24}{FAULT_HELP[name]}" for name in KINDS)
+    return (
+        f"methods (any other: error -32601):\n{methods}\n\n"
+        f"faults (--fault KIND[:key=value,...]; keys: count, fraction, indices, mode,"
+        f" seconds):\n{faults}\n\n"
+        "The network modes print their URL as the first line of stdout."
+    )
 
 
 def _write_record(path: str | None, engine: Engine) -> None:
@@ -175,8 +199,8 @@ async def _run_stdio(args: argparse.Namespace, plan: FaultPlan | None) -> int:
         _write_record(args.record, engine)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pairwatch.chaos") -> int:
+    args = make_parser(prog).parse_args(argv)
     chosen = [bool(args.fault), bool(args.fault_mix), bool(args.script)]
     if sum(chosen) > 1:
         print("choose one of --fault, --fault-mix, --script", file=sys.stderr)

@@ -30,6 +30,23 @@ FaultKind = Literal[
     "unparseable",
 ]
 
+#: What each fault kind does to the reply a correct server would have written (`--help`).
+FAULT_HELP: dict[str, str] = {
+    "drop": "leave out `count` replies (or `indices`, or a `fraction`)",
+    "duplicate": "send a reply twice",
+    "null_id": 'answer with "id": null',
+    "wrong_id": "answer under an id nobody sent",
+    "id_type": 'echo the id with another JSON type ("7" for 7)',
+    "both_result_error": "put both result and error in a reply",
+    "bad_version": 'answer with "jsonrpc": "1.0" (`version=`)',
+    "reorder": "answer a batch out of order (`mode=reverse|shuffle|rotate`)",
+    "single_for_batch": "answer a batch with one object (`mode=error|first`)",
+    "reply_to_notifications": "answer notifications too (`mode=empty|error`)",
+    "delay": "hold the reply `seconds` (default 0.05)",
+    "cut": "cut the body (or the event stream) short",
+    "unparseable": "send bytes that are not JSON",
+}
+
 #: Every fault kind, in the order a `FaultMix` applies them within one reply:
 #: element edits first, then the shape of the reply, then how it is written.
 KINDS: tuple[str, ...] = get_args(FaultKind)
@@ -259,6 +276,7 @@ def parse_fault(text: str) -> Fault:
 
 
 __all__ = [
+    "FAULT_HELP",
     "KINDS",
     "Element",
     "Fault",

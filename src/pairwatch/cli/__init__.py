@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pairwatch._version import __version__
 from pairwatch.cli.args import OneLineParser
 
-COMMANDS: tuple[str, ...] = ("demo", "audit", "dashboards", "sdk")
+COMMANDS: tuple[str, ...] = ("demo", "serve", "audit", "dashboards", "sdk")
 
 
 def build_parser() -> OneLineParser:
