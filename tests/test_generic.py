@@ -123,3 +123,26 @@ def test_non_jsonrpc_arguments_are_ignored(otel):
     assert otel.value("batch.requests") == 0
     # What came back is not JSON: counted once as invalid, never raised.
     assert otel.value("batch.invalid_response", pairwatch__reason="unparseable") == 1
+
+
+def test_one_direction_alone_is_warned_about_once(otel, caplog, monkeypatch):
+    """A reader alone can only count unknown ids, a writer alone only missing replies:
+    said once per process and direction, naming the fix; both directions say nothing."""
+    from pairwatch.integrations import generic
+
+    monkeypatch.setattr(generic, "_warned", set())
+    with caplog.at_level("WARNING", logger="pairwatch"):
+        for _ in range(2):
+            reader = instrumented(otel, ToyClient(server("ok")), receive="receive")
+            pairwatch.uninstrument(reader)
+        writer = instrumented(otel, ToyClient(server("ok")), send="send")
+        pairwatch.uninstrument(writer)
+        both = instrumented(otel, ToyClient(server("ok")), send="send", receive="receive")
+        pairwatch.uninstrument(both)
+    lines = [r.getMessage() for r in caplog.records if r.name == "pairwatch"]
+    assert len(lines) == 2
+    assert "receive='receive') without send=" in lines[0]
+    assert "batch.unknown_id_response" in lines[0]
+    assert "send='send') without receive=" in lines[1]
+    assert "batch.missing_response" in lines[1]
+    assert all("open_channel" in line for line in lines)

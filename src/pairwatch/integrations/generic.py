@@ -8,17 +8,47 @@ receive method's return value is the payload received.  When both names are the 
 received.  ``close="name"`` closes the channel (pending ids count as missing) when that method
 is called.  Coroutine methods are awaited transparently.
 
-The object is one stream channel: responses pair across all of its open batches.
+The object is one stream channel: responses pair across all of its open batches.  Given only
+one direction, it can never pair anything (a reader alone turns every reply into an unknown
+id, a writer alone every request into a missing reply), so that set-up is warned about once.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._kit.calls import Args, Around, Kwargs
 from pairwatch.integrations._kit.patch import Patches
 from pairwatch.pairing import wire
+
+_log = logging.getLogger("pairwatch")
+_warned: set[str] = set()
+
+ONE_WAY = {
+    "receive": (
+        "pairwatch: instrument(%s, receive=%r) without send=: pairwatch sees no request, so "
+        "every reply will count as batch.unknown_id_response. Name the sending method too "
+        "(send=...), or feed both halves to one pairwatch.open_channel()."
+    ),
+    "send": (
+        "pairwatch: instrument(%s, send=%r) without receive=: pairwatch sees no reply, so "
+        "every request will count as batch.missing_response when it times out. Name the "
+        "receiving method too (receive=...), or feed both halves to one "
+        "pairwatch.open_channel()."
+    ),
+}
+
+
+def _warn_one_way(obj: object, send: str | None, receive: str | None) -> None:
+    """Once per process and direction: a one-way set-up only ever counts faults."""
+    if (send is None) == (receive is None):
+        return
+    direction = "receive" if send is None else "send"
+    if direction not in _warned:
+        _warned.add(direction)
+        _log.warning(ONE_WAY[direction], type(obj).__name__, receive if send is None else send)
 
 
 class GenericHandle(Patches):
@@ -87,6 +117,7 @@ def install(
     for name in (send, receive, close):
         if name is not None and not callable(getattr(obj, name, None)):
             raise TypeError(f"{type(obj).__name__} has no method {name!r}")
+    _warn_one_way(obj, send, receive)
     channel = Channel(transport=transport, integration=integration, options=options)
     handle = GenericHandle(channel)
     hooks = [
