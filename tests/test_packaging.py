@@ -16,8 +16,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-import pytest
-from components import need, require
+from components import require
 
 import pairwatch
 
@@ -124,32 +123,6 @@ def test_a_bad_runbook_url_is_one_line(tmp_path):
         "pairwatch dashboards: error: --runbook-url 'runbook.md' is not an http(s) URL\n"
     )
     assert not any(tmp_path.iterdir())
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    need("hatchling", "pip install 'pairwatch[test]' (hatchling builds the wheel offline)")
-    out = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "-w",
-            str(out),
-            str(REPO),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, build.stdout + build.stderr
-    (found,) = out.glob("pairwatch-*.whl")
-    return found
 
 
 def test_the_wheel_carries_the_dashboards_license_and_metadata(wheel):
