@@ -208,6 +208,17 @@ def test_latency_exemplars_link_to_the_batch_trace_and_reach_openmetrics() -> No
         assert len(lines) == 1
         assert lines[0].startswith("batch_pair_latency_seconds_bucket{")
         assert f'# {{span_id="{root.context.span_id:016x}",trace_id="{trace_id}"}} 0.25' in lines[0]
+        # every later scrape shows the bucket's last exemplar, a plain-text one in between too
+        plain = urllib.request.urlopen(url, timeout=10).read().decode()
+        assert trace_id not in plain  # the text format has no exemplars
+        for _ in range(2):
+            again = urllib.request.urlopen(request, timeout=10).read().decode()
+            assert [line for line in again.splitlines() if trace_id in line] == lines
+        later = run_batch(otel, clock, [0], 1)  # a newer batch in the same bucket replaces it
+        newer = f"{[s for s in later if s.name == 'jsonrpc batch'][-1].context.trace_id:032x}"
+        text = urllib.request.urlopen(request, timeout=10).read().decode()
+        assert trace_id not in text
+        assert len([line for line in text.splitlines() if newer in line]) == 1
     finally:
         server.shutdown()
         provider.shutdown()

@@ -55,6 +55,7 @@ class PrometheusReader(MetricReader):
         super().__init__()  # cumulative temporality, what a Prometheus scrape expects
         self._data: MetricsData | None = None
         self._lock = threading.Lock()
+        self._kept: Kept = {}  # the last exemplar of each bucket, for every later scrape
 
     def _receive_metrics(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -78,13 +79,27 @@ class PrometheusReader(MetricReader):
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
                     yield from translate(
-                        metric.name, metric.unit or "", metric.description or "", metric.data
+                        metric.name,
+                        metric.unit or "",
+                        metric.description or "",
+                        metric.data,
+                        self._kept,
                     )
 
 
-def translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
+Kept = dict[tuple[str, tuple[tuple[str, str], ...], int], Exemplar]
+"""A bucket's last exemplar, by (histogram, label set, bucket index)."""
+
+
+def translate(
+    name: str, unit: str, doc: str, data: Any, kept: Kept | None = None
+) -> Iterable[Metric]:
     """One OpenTelemetry metric as Prometheus families (the names and samples a scrape
-    shows); also what :mod:`pairwatch.otel.remote_write` pushes, so both routes agree."""
+    shows); also what :mod:`pairwatch.otel.remote_write` pushes, so both routes agree.
+
+    The SDK hands each exemplar to one collection only; a scrape endpoint gives ``kept`` so
+    that a bucket shows its last exemplar on every scrape until a newer one replaces it, as
+    a Prometheus client library does (a plain-text scrape in between loses none)."""
     base = prometheus_name(name, unit)
     if isinstance(data, Sum):
         kind = "counter" if data.is_monotonic else "gauge"
@@ -99,6 +114,8 @@ def translate(name: str, unit: str, doc: str, data: Any) -> Iterable[Metric]:
         for hp in points:
             labels = _labels(hp.attributes)
             exemplars = _exemplars(hp)
+            if kept is not None:
+                exemplars = _keep(kept, base, labels, exemplars, len(hp.explicit_bounds) + 1)
             running = 0
             for i, (bound, count) in enumerate(
                 zip(hp.explicit_bounds, hp.bucket_counts, strict=False)
@@ -172,6 +189,21 @@ def _exemplars(point: HistogramDataPoint) -> dict[int, Exemplar]:
             e.value,
             e.time_unix_nano / 1e9 if e.time_unix_nano else None,
         )
+    return out
+
+
+def _keep(
+    kept: Kept, base: str, labels: dict[str, str], fresh: dict[int, Exemplar], buckets: int
+) -> dict[int, Exemplar]:
+    """This collection's exemplars, with each bucket's last one where it has none."""
+    series = tuple(sorted(labels.items()))
+    for index, exemplar in fresh.items():
+        kept[(base, series, index)] = exemplar
+    out: dict[int, Exemplar] = {}
+    for index in range(buckets):
+        found = kept.get((base, series, index))
+        if found is not None:
+            out[index] = found
     return out
 
 
