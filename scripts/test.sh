@@ -25,6 +25,12 @@ if [ "${PAIRWATCH_SDK_RANGE:-1}" = 1 ]; then
   echo "== opentelemetry-sdk range" >&2
   bash scripts/test_sdk_range.sh
 fi
+# Each integration against the oldest and the newest version of its client library
+# (about two minutes, two venvs kept as .venv-libs-*); PAIRWATCH_LIBRARY_RANGE=0 skips it.
+if [ "${PAIRWATCH_LIBRARY_RANGE:-1}" = 1 ]; then
+  echo "== client library range" >&2
+  bash scripts/test_library_range.sh
+fi
 # A few seconds; fails only on a gross regression (a median above twice its target), so
 # that a noisy machine cannot fail CI.  The full table: python benchmarks/run.py
 echo "== benchmarks --short" >&2

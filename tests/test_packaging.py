@@ -139,11 +139,14 @@ def test_the_wheel_carries_the_dashboards_license_and_metadata(wheel):
     assert "Version 2.0, January 2004" in license_text
     assert "License-Expression: Apache-2.0" in metadata
     for classifier in (
-        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
         "Development Status :: ",
         "Typing :: Typed",
     ):
         assert f"Classifier: {classifier}" in metadata
+    # only the Python versions CI runs (.ci/run: this interpreter's)
+    claimed = re.findall(r"Classifier: Programming Language :: Python :: (3\.\d+)", metadata)
+    assert claimed == [f"{sys.version_info[0]}.{sys.version_info[1]}"]
     assert "Description-Content-Type: text/markdown" in metadata
     assert "Provides-Extra: httpx" in metadata
     assert "Provides-Extra: demo" in metadata

@@ -34,7 +34,7 @@ from typing import Any
 from pairwatch import config
 from pairwatch.api import OPTION_NAMES, build_options
 from pairwatch.channel import Options
-from pairwatch.integrations import KNOWN
+from pairwatch.integrations import KNOWN, supported
 from pairwatch.integrations._kit.patch import Patches
 
 try:
@@ -55,10 +55,13 @@ __all__ = ["PairwatchInstrumentor"]
 
 
 def _installed(root: str) -> bool:
+    """Whether a library is importable; a bare directory of that name on ``sys.path`` (a
+    namespace package, such as a ``tests/mcp`` folder) is not the library."""
     try:
-        return importlib.util.find_spec(root) is not None
+        spec = importlib.util.find_spec(root)
     except (ImportError, ValueError):
         return False
+    return spec is not None and spec.origin is not None
 
 
 class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -86,7 +89,8 @@ class PairwatchInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             return
         with self._lock:
             for known in KNOWN:
-                if not any(_installed(root) for root in known.roots):
+                present = [root for root in known.roots if _installed(root)]
+                if not present or not all(supported.check(root) for root in present):
                     continue
                 module = known.load()
                 targets = getattr(module, "targets", None)

@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import pytest
 import requests
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -108,12 +109,42 @@ def aiohttp_session(url: str, body: bytes, sse: bool, instrument: Callable[[Any]
     return asyncio.run(run())
 
 
+class _Server(ThreadingHTTPServer):
+    """A listen backlog for 20 clients connecting at once (the standard library's is 5: a
+    burst beyond it is reset by the kernel, which reads as a flaky client)."""
+
+    request_queue_size = 128
+
+
 DRIVERS: dict[str, Callable[..., Seen]] = {
     "httpx": httpx_sync,
     "httpx_async": httpx_async,
     "requests": requests_session,
     "aiohttp": aiohttp_session,
 }
+
+
+LIBRARY = {"httpx": "httpx", "httpx_async": "httpx", "requests": "requests", "aiohttp": "aiohttp"}
+"""Each driver's client library, by driver name."""
+
+
+def decodes_or_skip(driver: str, encoding: str) -> None:
+    """Skip where the client library, at the version installed, does not decode ``encoding``
+    itself (zstd came with httpx 0.27.1 and aiohttp 3.12): pairwatch follows the library."""
+    from importlib.metadata import version
+
+    from pairwatch.integrations._kit import decoders
+
+    library = LIBRARY.get(driver, driver)
+    chosen = {
+        "httpx": lambda: decoders.for_httpx("httpx", encoding),
+        "requests": lambda: decoders.for_urllib3(encoding),
+        "urllib3": lambda: decoders.for_urllib3(encoding),
+        "aiohttp": lambda: decoders.for_aiohttp(encoding),
+    }[library]()
+    if chosen is decoders.UNSUPPORTED or chosen is None:  # None: handed over undecoded
+        name = "urllib3" if library == "requests" else library
+        pytest.skip(f"{name} {version(name)} does not decode {encoding}")
 
 
 def instrumenting(otel: Any) -> Callable[[Any], Any]:
@@ -183,7 +214,7 @@ class Handler(BaseHTTPRequestHandler):
 def serve_scripted() -> Iterator[str]:
     """A stdlib HTTP server on 127.0.0.1 answering each path with the bytes scripted for it
     in ``SCRIPTS`` (status, headers, chunks), exactly as given; yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

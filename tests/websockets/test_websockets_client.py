@@ -166,11 +166,12 @@ def test_sync_repair_picks_the_batch_each_reply_answers(chaos, otel):
     ws.close()
 
 
-def test_not_a_connection_fails_at_setup():
+async def test_not_a_connection_fails_at_setup():
     from websockets.asyncio.client import connect
 
+    pending = connect("ws://127.0.0.1:9")  # not awaited: not a connection yet
     with pytest.raises(TypeError, match="after await"):
-        pairwatch.instrument(connect("ws://127.0.0.1:9"))
+        pairwatch.instrument(pending)
 
 
 def test_detection_imports_no_library():

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pairwatch.channel import Options
+from pairwatch.integrations import supported
 
 MISSING: Any = object()
 """The one "no value here" sentinel of the integrations (``None`` can be a real value)."""
@@ -93,8 +94,25 @@ class Known:
         return any(k.__module__.split(".", 1)[0] in self.roots for k in mro)
 
     def install(self, client: object, options: Options) -> Handle:
+        if not all(supported.check(root) for root in self.roots_of(client)):
+            return Unwrapped()
         handle: Handle = self.load().install(client, options)
         return handle
+
+    def roots_of(self, client: object) -> set[str]:
+        """The libraries among ``roots`` the client's classes come from."""
+        try:
+            mro = type(client).__mro__
+        except Exception:
+            return set()
+        return {k.__module__.split(".", 1)[0] for k in mro} & self.roots
+
+
+class Unwrapped(Handle):
+    """A client left as it is (its library's version is outside the supported range)."""
+
+    def uninstall(self) -> None:
+        pass
 
 
 KNOWN: tuple[Known, ...] = (
