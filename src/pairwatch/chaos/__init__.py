@@ -123,6 +123,7 @@ readiness line on stderr (stdout is the protocol)::
     python -m pairwatch.chaos proxy --upstream http://127.0.0.1:8545/ --fault reorder
     python -m pairwatch.chaos stdio --fault delay:delays=0/0.2 --record injected.jsonl
     python -m pairwatch.chaos stdio-proxy --fault id_type -- python my_mcp_server.py
+    python -m pairwatch.chaos lsp --script="-;drop;null_id"   # Content-Length frames, LSP
 
 ``KIND:k=v,...`` takes count, fraction, indices (``0/2/-1``), mode, seconds, delays
 (``0.1/0.2``), version (``missing`` removes it), data. In a ``--script`` steps are
