@@ -1,0 +1,71 @@
+"""pygls's hooks: installed on the instance and one module attribute, and undone exactly."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from components import need
+from lsp_support import ENV, chaos_command
+from otel_support import Otel
+
+import pairwatch
+
+pytestmark = pytest.mark.timeout(60)
+
+pygls_client = need("pygls.client", "pip install -e '.[dev]' (the lsp extra)")
+
+
+async def instrumented_then_undone(otel: Otel) -> tuple[int, int]:
+    from pygls.lsp.client import LanguageClient
+
+    before = pygls_client.run_async
+    client = LanguageClient("pairwatch-test", "v1")
+    pairwatch.instrument(client, meter_provider=otel.meter_provider)
+    assert pygls_client.run_async is not before
+    await client.start_io(*chaos_command(), env=ENV)
+    writer = client.protocol.writer
+    assert type(writer).__name__ == "TeeWriter"
+    assert writer.inner is client._server.stdin  # the caller's stream itself is untouched
+    assert "set_writer" not in vars(type(writer.inner))
+    assert await client.protocol.send_request_async("echo", [1]) == [1]
+    pairwatch.uninstrument(client)
+    assert pygls_client.run_async is before
+    assert client.protocol.writer is client._server.stdin
+    assert "set_writer" not in vars(client.protocol)
+    assert await client.protocol.send_request_async("echo", [2]) == [2]  # not counted
+    client.protocol.notify("exit")
+    await client.stop()
+    return otel.value("batch.requests"), otel.hist("batch.pair_latency")[0]
+
+
+def test_uninstrument_restores_the_client_and_pygls():
+    otel = Otel()
+    assert asyncio.run(instrumented_then_undone(otel)) == (1, 1)
+
+
+async def started_first() -> None:
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("pairwatch-test", "v1")
+    await client.start_io(*chaos_command(), env=ENV)
+    try:
+        with pytest.raises(TypeError, match="before start_io"):
+            pairwatch.instrument(client)
+        assert not pairwatch.is_instrumented(client)
+    finally:
+        client.protocol.notify("exit")
+        await client.stop()
+
+
+def test_a_started_client_is_refused_at_set_up():
+    asyncio.run(started_first())
+
+
+def test_python_lsp_jsonrpc_objects_alone_name_the_pair_call():
+    streams = need("pylsp_jsonrpc.streams", "pip install -e '.[dev]' (the lsp extra)")
+    import io
+
+    reader = streams.JsonRpcStreamReader(io.BytesIO())
+    with pytest.raises(TypeError, match="instrument_streams"):
+        pairwatch.instrument(reader)
