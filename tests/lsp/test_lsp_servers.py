@@ -42,6 +42,16 @@ CAPABILITIES = {
 
 def no_faults(otel: Otel) -> None:
     assert {name: otel.value(name) for name in FAULTS} == dict.fromkeys(FAULTS, 0)
+    # 6 requests; initialized, didOpen, $/cancelRequest and exit close as notifications
+    assert otel.counters() == {"batch.requests": 6, "batch.closed": 10}
+
+
+KILLED = {
+    "batch.requests": 2 + IN_FLIGHT,
+    "batch.closed": 2 + IN_FLIGHT + 2,  # and initialized, didOpen
+    "batch.missing_response": IN_FLIGHT,
+    "batch.response_count_mismatch": IN_FLIGHT,
+}
 
 
 def labels(otel: Otel) -> set[tuple[str, str]]:
@@ -152,7 +162,7 @@ def test_pygls_and_a_killed_pyright_every_request_in_flight_is_missing(tmp_path:
     otel = Otel()
     asyncio.run(pygls_killed(otel, tmp_path))
     assert otel.value("batch.requests") == 2 + IN_FLIGHT  # initialize, one hover, the rest
-    assert otel.value("batch.missing_response") == IN_FLIGHT
+    assert otel.counters() == KILLED
     assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == (
         IN_FLIGHT
     )
@@ -280,7 +290,7 @@ def test_python_lsp_jsonrpc_healthy_books_are_exact(server: str, tmp_path: Path)
 def test_python_lsp_jsonrpc_and_a_killed_server(server: str, tmp_path: Path):
     otel = Otel()
     Session(SERVERS[server](), otel, tmp_path).killed()
-    assert otel.value("batch.requests") == 2 + IN_FLIGHT
+    assert otel.counters() == KILLED
     assert otel.value("batch.missing_response", pairwatch__close_reason="stream_dropped") == (
         IN_FLIGHT
     )
