@@ -13,9 +13,10 @@ a frame split over many chunks or many frames in one chunk, stray blank lines be
 
 Bounded and linear against a hostile peer: a header block longer than ``max_header`` breaks
 the stream (``broken``; nothing after it can be framed); a body longer than ``max_body`` is
-skipped by counting, never held (the frame is reported as ``"body_cap"``); every byte held
-for an incomplete header or body is charged to ``budget`` before it is held (a refusal
-skips that frame as ``"body_budget"``).  Each byte is looked at a bounded number of times.
+skipped by counting, never held (reported as ``"body_cap"`` as soon as its header is read,
+so a frame that never ends is reported too); every byte held for an incomplete header or
+body is charged to ``budget`` before it is held (a refusal skips the rest of that frame,
+reported as ``"body_budget"``).  Each byte is looked at a bounded number of times.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ class Charge(Protocol):
 
 
 Frame = bytes | str
-"""A parsed frame: its body, or the reason it was skipped unread (``"body_cap"``,
-``"body_budget"``)."""
+"""A parsed frame's body, or the reason the frame now being read is skipped unread
+(``"body_cap"``, ``"body_budget"``)."""
 
 
 def frame(body: bytes, content_type: bool = False) -> bytes:
@@ -58,8 +59,8 @@ class FrameParser:
     """
 
     __slots__ = (
-        "_body", "_budget", "_head", "_need", "_skip", "broken", "held", "max_body",
-        "max_header",
+        "_body", "_budget", "_head", "_need", "_skipped", "_skipping", "broken", "held",
+        "max_body", "max_header",
     )  # fmt: skip
 
     def __init__(
@@ -70,7 +71,8 @@ class FrameParser:
         self._budget = budget
         self._head = bytearray()  # an incomplete header block
         self._need = -1  # body bytes still due; -1 while reading a header block
-        self._skip: str | None = None  # why the current body is counted, not held
+        self._skipping = False  # the current body is counted, not held
+        self._skipped: str | None = None  # why, once, for the caller
         self._body: list[bytes] = []
         self.held = 0
         self.broken: str | None = None
@@ -90,9 +92,10 @@ class FrameParser:
                 if self._need == 0:
                     self._need = -1
                     out.append(b"")
+                self._report(out)
                 continue
             take = min(self._need, size - pos)
-            if self._skip is None:
+            if not self._skipping:
                 if not self._body and take == self._need:  # whole in this chunk: not held
                     out.append(data[pos : pos + take])
                     self._need = -1
@@ -100,17 +103,22 @@ class FrameParser:
                     continue
                 if self._charge(take):
                     self._body.append(data[pos : pos + take])
+                self._report(out)
             pos += take
             self._need -= take
             if self._need == 0:
                 self._need = -1
-                if self._skip is not None:
-                    out.append(self._skip)
-                    self._skip = None
+                if self._skipping:
+                    self._skipping = False
                 else:
                     out.append(b"".join(self._body))
                     self._drop()
         return out
+
+    def _report(self, out: list[Frame]) -> None:
+        if self._skipped is not None:
+            out.append(self._skipped)
+            self._skipped = None
 
     def _header(self, data: bytes, pos: int, size: int) -> int:
         """Read header bytes from ``pos``; return where reading stopped."""
@@ -174,7 +182,7 @@ class FrameParser:
             return  # only blank lines: nothing was framed
         self._need = length
         if length > self.max_body:
-            self._skip = "body_cap"
+            self._skipping, self._skipped = True, "body_cap"
 
     def _charge(self, n: int) -> bool:
         """Charge ``n`` more held bytes; on a refusal the current body is skipped."""
@@ -182,7 +190,7 @@ class FrameParser:
         if budget is not None and not budget.take_all(n):
             if self._need > 0:
                 self._drop()
-                self._skip = "body_budget"
+                self._skipping, self._skipped = True, "body_budget"
             return False
         self.held += n
         return True
