@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import wrapt
 from components import need
 from lsp_support import ENV, chaos_command
 from otel_support import Otel
@@ -14,15 +15,19 @@ import pairwatch
 pytestmark = pytest.mark.timeout(60)
 
 pygls_client = need("pygls.client", "pip install -e '.[dev]' (the lsp extra)")
+pygls_io = need("pygls.io_", "pip install -e '.[dev]' (the lsp extra)")
 
 
 async def instrumented_then_undone(otel: Otel) -> tuple[int, int]:
     from pygls.lsp.client import LanguageClient
 
-    before = pygls_client.run_async
+    from pairwatch.integrations.lsp.pygls_client import _loop
+
+    users = _loop._users  # clients of earlier tests may still be instrumented
     client = LanguageClient("pairwatch-test", "v1")
     pairwatch.instrument(client, meter_provider=otel.meter_provider)
-    assert pygls_client.run_async is not before
+    assert _loop._users == users + 1
+    assert isinstance(pygls_client.run_async, wrapt.FunctionWrapper)
     await client.start_io(*chaos_command(), env=ENV)
     writer = client.protocol.writer
     assert type(writer).__name__ == "TeeWriter"
@@ -30,7 +35,9 @@ async def instrumented_then_undone(otel: Otel) -> tuple[int, int]:
     assert "set_writer" not in vars(type(writer.inner))
     assert await client.protocol.send_request_async("echo", [1]) == [1]
     pairwatch.uninstrument(client)
-    assert pygls_client.run_async is before
+    assert _loop._users == users
+    if not users:
+        assert pygls_client.run_async is pygls_io.run_async  # the original, put back
     assert client.protocol.writer is client._server.stdin
     assert "set_writer" not in vars(client.protocol)
     assert await client.protocol.send_request_async("echo", [2]) == [2]  # not counted

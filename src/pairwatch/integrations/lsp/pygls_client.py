@@ -161,7 +161,9 @@ def install(client: object, options: Options) -> PyglsHandle:
         handle.wrap(protocol, "set_writer", set_writer, always=True)
         _TAPS[protocol] = tap
         _loop.acquire()
-        handle.on_uninstall.insert(0, _loop.release)
+        # Released once: at uninstall, or when the client is collected without one.
+        lease = weakref.finalize(protocol, _loop.release)
+        handle.on_uninstall.insert(0, lease)
     except Exception:
         handle.uninstall()
         raise
