@@ -26,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import sys
+import threading
 from typing import IO, Any
 
 from pairwatch.integrations._kit.framing import FrameParser, frame
@@ -42,7 +44,7 @@ REQUEST_CANCELLED = -32800
 class FrameOut:
     """Whole frames only, so concurrent replies never interleave."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes] | _StreamOut) -> None:
         self.stream = stream
         self.closed = False
 
@@ -181,6 +183,49 @@ def _forget(running: dict[Any, asyncio.Task[None]], key: Any) -> Any:
             del running[key]
 
     return forget
+
+
+class _StreamOut:
+    """An asyncio ``StreamWriter`` seen as the file :class:`FrameOut` writes to."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    def write(self, data: bytes) -> None:
+        self._writer.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class LspServerThread:
+    """The LSP mode on one end of a connected socket, on a private loop in a daemon thread
+    (the demo's server: its engine is in this process, so its record can be read)."""
+
+    def __init__(self, engine: Engine, sock: socket.socket) -> None:
+        self.engine = engine
+        self._sock = sock
+        self._thread = threading.Thread(target=self._main, name="chaos-lsp", daemon=True)
+
+    def start(self) -> LspServerThread:
+        self._thread.start()
+        return self
+
+    def _main(self) -> None:
+        async def serve() -> None:
+            reader, writer = await asyncio.open_connection(sock=self._sock)
+            try:
+                await serve_lsp(self.engine, reader, FrameOut(_StreamOut(writer)))
+            finally:
+                writer.close()
+
+        asyncio.run(serve())
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
 
 
 async def run(engine: Engine) -> int:
