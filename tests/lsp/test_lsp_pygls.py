@@ -76,3 +76,42 @@ def test_python_lsp_jsonrpc_objects_alone_name_the_pair_call():
     reader = streams.JsonRpcStreamReader(io.BytesIO())
     with pytest.raises(TypeError, match="instrument_streams"):
         pairwatch.instrument(reader)
+
+
+async def over_tcp(otel: Otel) -> None:
+    """pygls's start_tcp against the chaos server's LSP mode listening on loopback."""
+    import socket
+
+    from pygls.lsp.client import LanguageClient
+
+    from pairwatch.chaos import Engine
+    from pairwatch.chaos.lsp_transport import LspServerThread, lsp_backend
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    client = LanguageClient("pairwatch-test", "v1")
+    pairwatch.instrument(client, meter_provider=otel.meter_provider)
+    accepted = asyncio.get_running_loop().run_in_executor(None, listener.accept)
+    await client.start_tcp("127.0.0.1", port)
+    conn, _ = await accepted
+    server = LspServerThread(Engine(lsp_backend()), conn).start()
+    replies = await asyncio.gather(
+        *(client.protocol.send_request_async("echo", [n]) for n in range(5))
+    )
+    assert replies == [[n] for n in range(5)]
+    await client.protocol.send_request_async("shutdown")
+    client.protocol.notify("exit")
+    server.join(5)
+    await client.stop()
+    listener.close()
+
+
+def test_pygls_over_tcp_is_labelled_socket_with_the_peer():
+    otel = Otel()
+    asyncio.run(over_tcp(otel))
+    assert otel.counters() == {"batch.requests": 6, "batch.closed": 7}
+    assert otel.hist("batch.pair_latency")[0] == 6
+    attrs = otel.attrs("batch.requests")[0]
+    assert attrs["pairwatch.transport"] == "socket"
+    assert attrs["server.address"] == "127.0.0.1"
+    assert attrs["pairwatch.integration"] == "pygls"

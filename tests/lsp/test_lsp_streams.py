@@ -179,3 +179,35 @@ def test_what_cannot_be_read_or_written_is_refused_at_set_up():
         pairwatch.instrument_streams(object(), sys.stdout)
     with pytest.raises(TypeError, match="no write method"):
         pairwatch.instrument_streams(sys.stdin, object())
+
+
+async def lines_by_async_for() -> tuple[list[bytes], int]:
+    otel = Otel()
+    proc = await asyncio.create_subprocess_exec(
+        *chaos_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV
+    )
+    reader, writer = pairwatch.instrument_streams(
+        proc.stdout, proc.stdin, meter_provider=otel.meter_provider
+    )
+    for n, method in enumerate(("echo", "shutdown"), 1):
+        writer.write(frame(json.dumps({"jsonrpc": "2.0", "id": n, "method": method}).encode()))
+    await writer.drain()  # not teed: the stream's own
+    lines, size, answered = [], 0, 0
+    async for line in reader:  # the stream's own iteration, through the stand-in
+        lines.append(line)
+        if line.lower().startswith(b"content-length:"):
+            size = int(line.split(b":")[1])
+        elif line == b"\r\n":
+            answered += b'"result"' in await reader.readexactly(size)
+            if answered == 2:
+                break
+    writer.write(frame(b'{"jsonrpc":"2.0","method":"exit"}'))
+    assert await proc.wait() == 0
+    assert await reader.read() == b""
+    return lines, otel.value("batch.requests") * 10 + otel.hist("batch.pair_latency")[0]
+
+
+def test_async_for_and_drain_pass_through_the_stand_ins():
+    lines, books = asyncio.run(lines_by_async_for())
+    assert lines[0].startswith(b"Content-Length: ")
+    assert books == 22  # 2 requests, 2 paired

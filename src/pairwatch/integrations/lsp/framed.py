@@ -170,8 +170,12 @@ class _Tee:
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self.inner, name, value)
 
-    def __iter__(self) -> Any:
-        return iter(self.readline, b"")
+    def __enter__(self) -> Any:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> Any:
+        return self.inner.__exit__(*exc)
 
     def __repr__(self) -> str:
         return f"<pairwatch tee of {self.inner!r}>"
@@ -188,6 +192,20 @@ class TeeReader(_Tee):
         if name in _READS and callable(found):
             return _reading(found, self._tap, name)
         return found
+
+    # Special methods are looked up on the type: line iteration, sync and async, reads
+    # through the tee as the stream's own iteration reads its lines.
+    def __iter__(self) -> Any:
+        return iter(self.readline, b"")
+
+    def __aiter__(self) -> Any:
+        return self
+
+    async def __anext__(self) -> Any:
+        line = await self.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line
 
 
 class TeeWriter(_Tee):
