@@ -29,7 +29,7 @@ To stop observing at run time (a kill switch for an incident, or a benchmark)::
 Settings also come from the environment (``PAIRWATCH_TIMEOUT``, ``PAIRWATCH_SPANS``...,
 see :mod:`pairwatch.config`); arguments given in code win.
 
-A language-server (LSP, DAP) client on any ``Content-Length``-framed stream pair::
+A language-server (LSP) client on any ``Content-Length``-framed stream pair::
 
     reader, writer = pairwatch.instrument_streams(proc.stdout, proc.stdin)
 

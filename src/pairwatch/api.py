@@ -184,8 +184,8 @@ def instrument_streams(
     timeout: float | None = None,
     **options: Any,
 ) -> tuple[R, W]:
-    """Instrument a ``Content-Length``-framed stream pair (LSP, DAP) and return the pair to
-    use: stand-ins that pass every call through to ``reader`` and ``writer``, or, for
+    """Instrument a ``Content-Length``-framed JSON-RPC stream pair (LSP) and return the pair
+    to use: stand-ins that pass every call through to ``reader`` and ``writer``, or, for
     python-lsp-jsonrpc's ``JsonRpcStreamReader``/``JsonRpcStreamWriter``, the same two
     objects instrumented in place.  ``uninstrument(reader)`` (the returned one) undoes it.
 

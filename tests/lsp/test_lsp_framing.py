@@ -129,3 +129,12 @@ def test_many_tiny_frames_cost_linear_time():
     seconds(1000)  # warm up
     small, large = min(seconds(20_000) for _ in range(3)), min(seconds(80_000) for _ in range(3))
     assert large < 8 * small, (small, large)
+
+
+def test_a_large_body_read_whole_is_copied_out_only_when_the_budget_has_room():
+    body = b"z" * (2 << 20)
+    budget = Budget(1 << 20)
+    parser = FrameParser(1 << 24, budget)
+    assert parser.feed(frame(body) + frame(b"{}")) == ["body_budget", b"{}"]
+    assert budget.used == 0
+    assert FrameParser(1 << 24, Budget(4 << 20)).feed(frame(body)) == [body]

@@ -211,3 +211,21 @@ def test_async_for_and_drain_pass_through_the_stand_ins():
     lines, books = asyncio.run(lines_by_async_for())
     assert lines[0].startswith(b"Content-Length: ")
     assert books == 22  # 2 requests, 2 paired
+
+
+def test_a_framed_stream_that_is_not_json_rpc_counts_nothing():
+    """The Debug Adapter Protocol shares LSP's framing but is not JSON-RPC (it pairs by
+    ``request_seq``): a DAP client's stream is not pairwatch's traffic."""
+    import io
+
+    otel = Otel()
+    reader, writer = pairwatch.instrument_streams(
+        io.BytesIO(frame(b'{"seq":1,"type":"response","request_seq":1,"success":true}')),
+        io.BytesIO(),
+        meter_provider=otel.meter_provider,
+    )
+    writer.write(frame(b'{"seq":1,"type":"request","command":"initialize"}'))
+    writer.write(frame(b'{"seq":2,"type":"request","command":"launch"}'))
+    assert reader.read() != b""
+    assert reader.read() == b""
+    assert otel.counters(zeros=True) == {}

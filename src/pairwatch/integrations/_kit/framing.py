@@ -1,4 +1,4 @@
-"""An incremental ``Content-Length`` frame parser: the base protocol of LSP and DAP.
+"""An incremental ``Content-Length`` frame parser: the base protocol of LSP (and DAP).
 
 Why one parser, shared: every LSP integration (pygls, python-lsp-jsonrpc, any byte stream
 pair), the chaos server's LSP mode and the demo read frames through this class, so a frame
@@ -29,12 +29,15 @@ TERMINATOR: Final = b"\r\n\r\n"
 MAX_HEADER: Final = 8192
 """Bytes of one header block; LSP's is one or two short lines."""
 _MAX_DIGITS: Final = 18  # a Content-Length with more digits is past any cap
+_LARGE: Final = 1 << 20  # a body read whole below this size is not worth a budget look-up
 
 
 class Charge(Protocol):
     """What the parser charges held bytes to (:class:`pairwatch.pairing.limits.Budget`)."""
 
     def take_all(self, n: int) -> bool: ...
+
+    def fits(self, n: int) -> bool: ...
 
     def release(self, n: int) -> None: ...
 
@@ -96,12 +99,12 @@ class FrameParser:
                 continue
             take = min(self._need, size - pos)
             if not self._skipping:
-                if not self._body and take == self._need:  # whole in this chunk: not held
-                    out.append(data[pos : pos + take])
+                if not self._body and take == self._need and self._fits(take):
+                    out.append(data[pos : pos + take])  # whole in this chunk: not held
                     self._need = -1
                     pos += take
                     continue
-                if self._charge(take):
+                if not self._skipping and self._charge(take):
                     self._body.append(data[pos : pos + take])
                 self._report(out)
             pos += take
@@ -183,6 +186,17 @@ class FrameParser:
         self._need = length
         if length > self.max_body:
             self._skipping, self._skipped = True, "body_cap"
+
+    def _fits(self, n: int) -> bool:
+        """Whether a body read whole (copied out, never held) fits the budget now: a large
+        one that does not is skipped as ``"body_budget"``, like one held in pieces."""
+        budget = self._budget
+        if n < _LARGE or budget is None:
+            return True
+        if budget.fits(n):
+            return True
+        self._skipping, self._skipped = True, "body_budget"
+        return False
 
     def _charge(self, n: int) -> bool:
         """Charge ``n`` more held bytes; on a refusal the current body is skipped."""

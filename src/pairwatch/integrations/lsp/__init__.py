@@ -1,4 +1,4 @@
-"""Language servers: the same books for LSP (and DAP) sessions.
+"""Language servers: the same books for LSP sessions.
 
 * :mod:`.framed`: one session's tap (both byte streams, framed by the one
   ``Content-Length`` parser, fed to one stream channel) and the tee stand-ins;

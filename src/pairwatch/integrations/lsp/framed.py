@@ -16,6 +16,8 @@ LSP's rules, read from what the client writes:
 * server-to-client requests (``workspace/configuration``, ``client/registerCapability``,
   ``window/workDoneProgress/create``) and the client's answers pair in the ledger's inbound
   table, apart from the client's own ids; notifications such as ``$/progress`` count nothing.
+* a stream whose first frame from the client is not JSON-RPC (the Debug Adapter Protocol
+  shares LSP's framing but pairs by ``request_seq``) counts nothing;
 * the session ends in order once the client has sent ``exit``: what is still pending then is
   missing with ``stream_end``.  A server stream that ends before ``exit`` (the server crashed
   or was killed) or breaks drops it: ``stream_dropped``.
@@ -60,7 +62,7 @@ class FramedTap:
     counted unchecked (``framing``) and nothing more is recorded.
     """
 
-    __slots__ = ("__weakref__", "_in", "_out", "channel", "done", "exiting")
+    __slots__ = ("__weakref__", "_in", "_judged", "_out", "channel", "done", "exiting")
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
@@ -68,6 +70,7 @@ class FramedTap:
         self._in = _Side()
         self.exiting = False  # the client sent ``exit``: an end from now on is in order
         self.done = False
+        self._judged = False  # whether the client's first frame showed JSON-RPC
 
     def wrote(self, data: object) -> None:
         if self.done or not data:
@@ -79,13 +82,24 @@ class FramedTap:
                 for found in frames:
                     if type(found) is bytes:
                         self._sent(found)
+                        if self.done:
+                            break
                 broken = side.parser.broken
-            if broken is not None:
+            if self.done:
+                self._release()  # not JSON-RPC: nothing more is read
+            elif broken is not None:
                 self._stop("framing")
         except Exception as exc:
             guard.report("lsp_write", exc, self.channel.telemetry.internal_error)
 
     def _sent(self, body: bytes) -> None:
+        if not self._judged:
+            self._judged = True
+            if not wire.is_jsonrpc(body):
+                # Framed, but not JSON-RPC (the Debug Adapter Protocol pairs by request_seq):
+                # not pairwatch's traffic, so it counts nothing at all.
+                self.done = True
+                return
         payload = wire.parse(body, wire.Kind.REQUEST)
         self.channel.sent_parsed(payload, body)
         if payload.plain is None and not self.exiting:

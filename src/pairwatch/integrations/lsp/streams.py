@@ -1,6 +1,6 @@
 """Any ``Content-Length``-framed stream pair, and python-lsp-jsonrpc's reader and writer.
 
-``pairwatch.instrument_streams(reader, writer)`` is the one line for a home-grown LSP or DAP
+``pairwatch.instrument_streams(reader, writer)`` is the one line for a home-grown LSP
 client: it returns stand-ins for the two streams (:class:`TeeReader`, :class:`TeeWriter`)
 that the client then reads and writes as before.  Any stream works whose reads return bytes
 (``read``, ``readline``, ``readexactly``, ``readuntil``, ``read1``, ``recv``: an asyncio
