@@ -126,6 +126,11 @@ def test_each_fault_is_counted_exactly(library: str, fault: str):
     assert moved(otel) == EXPECTED[fault]
     assert {a["pairwatch.integration"] for a in otel.attrs("batch.requests")} == {library}
     assert {a["pairwatch.transport"] for a in otel.attrs("batch.requests")} == {"stdio"}
+    outcomes = sorted(
+        sp.attributes["pairwatch.outcome"] for sp in otel.spans() if sp.name == "echo"
+    )
+    lost = fault in ("drop", "wrong_id", "null_id")
+    assert outcomes == (["missing", "paired"] if lost else ["paired", "paired"])
 
 
 def test_the_servers_request_under_the_clients_id_is_no_pairing_event():
@@ -136,3 +141,6 @@ def test_the_servers_request_under_the_clients_id_is_no_pairing_event():
     assert otel.counters() == BOOKS
     assert otel.hist("batch.pair_latency")[0] == 4
     assert moved(otel) == {}
+    calls = [sp for sp in otel.spans() if sp.parent is not None]  # one per request
+    assert sorted(sp.name for sp in calls) == ["echo", "echo", "initialize", "shutdown"]
+    assert {sp.attributes["pairwatch.outcome"] for sp in calls} == {"paired"}
