@@ -115,3 +115,34 @@ def test_pygls_over_tcp_is_labelled_socket_with_the_peer():
     assert attrs["pairwatch.transport"] == "socket"
     assert attrs["server.address"] == "127.0.0.1"
     assert attrs["pairwatch.integration"] == "pygls"
+
+
+async def echo_session(explicit: Otel | None) -> None:
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("pairwatch-test", "v1")
+    if explicit is not None:
+        pairwatch.instrument(client, meter_provider=explicit.meter_provider)
+    await client.start_io(*chaos_command(), env=ENV)
+    assert await client.protocol.send_request_async("echo", [1]) == [1]
+    await client.protocol.send_request_async("shutdown")
+    client.protocol.notify("exit")
+    await client.stop()
+
+
+def test_the_global_instrumentor_instruments_each_client_once():
+    need("opentelemetry.instrumentation", "pip install 'pairwatch[instrumentation]'")
+    from pairwatch.instrumentor import PairwatchInstrumentor
+
+    otel, explicit = Otel(), Otel()
+    instrumentor = PairwatchInstrumentor()
+    instrumentor.instrument(meter_provider=otel.meter_provider)
+    try:
+        assert (pygls_client.JsonRPCClient, "__init__") in instrumentor.wrapped
+        asyncio.run(echo_session(None))  # instrumented as it was made
+        asyncio.run(echo_session(explicit))  # the explicit line takes over: counted once
+    finally:
+        instrumentor.uninstrument()
+    asyncio.run(echo_session(None))  # off: nothing
+    assert otel.counters() == {"batch.requests": 2, "batch.closed": 3}
+    assert explicit.counters() == {"batch.requests": 2, "batch.closed": 3}

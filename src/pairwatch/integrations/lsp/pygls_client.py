@@ -19,22 +19,25 @@ reach the caller as callback arguments, already structured.  So:
 The caller's streams are never changed: the stand-ins pass every call through.  Transport
 ``stdio`` (a subprocess's pipes) or ``socket`` (``start_tcp``); integration ``pygls``.
 A client already started cannot be instrumented (its read loop holds its reader): that
-raises ``TypeError`` at set-up.
+raises ``TypeError`` at set-up.  With the global instrumentor on, every ``JsonRPCClient``
+is instrumented as it is made (:func:`targets`); an explicit ``instrument(client)`` then
+takes over with its own settings.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from pairwatch.channel import Channel, Options
 from pairwatch.integrations._kit.calls import Args, Kwargs
-from pairwatch.integrations._kit.patch import Patches
+from pairwatch.integrations._kit.patch import Patches, Wrapper
 from pairwatch.integrations.lsp.framed import FramedTap, TeeReader, TeeWriter
 from pairwatch.runtime import guard
 
-__all__ = ["PyglsHandle", "install"]
+__all__ = ["PyglsHandle", "install", "targets"]
 
 _TAPS: weakref.WeakKeyDictionary[Any, FramedTap] = weakref.WeakKeyDictionary()
 """protocol -> its session's tap, for the shared ``run_async`` wrapper."""
@@ -135,8 +138,34 @@ def _transport(writer: Any) -> tuple[str, str | None]:
     return "stdio", None
 
 
+_AUTO: weakref.WeakKeyDictionary[Any, PyglsHandle] = weakref.WeakKeyDictionary()
+"""Protocols the global instrumentor instrumented, so that an explicit instrument() replaces
+its handle instead of stacking a second one."""
+
+
+def targets(options: Callable[[], Options]) -> list[tuple[Any, str, Wrapper]]:
+    """For the global instrumentor: every pygls client is instrumented as it is made."""
+    from pygls.client import JsonRPCClient
+
+    def init(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = wrapped(*args, **kwargs)
+        guard.shielded("pygls_auto", _auto, instance, options())
+        return result
+
+    return [(JsonRPCClient, "__init__", init)]
+
+
+def _auto(client: object, options: Options) -> None:
+    protocol = _protocol_of(client)
+    if protocol not in _AUTO:
+        _AUTO[protocol] = install(client, options)
+
+
 def install(client: object, options: Options) -> PyglsHandle:
     protocol = _protocol_of(client)
+    auto = _AUTO.pop(protocol, None)
+    if auto is not None:
+        auto.uninstall()
     if getattr(protocol, "writer", None) is not None:
         raise TypeError(
             "pairwatch: instrument the pygls client before start_io()/start_tcp(): "
