@@ -229,3 +229,30 @@ def test_a_framed_stream_that_is_not_json_rpc_counts_nothing():
     assert reader.read() != b""
     assert reader.read() == b""
     assert otel.counters(zeros=True) == {}
+
+
+def test_a_read_that_times_out_or_finds_nothing_yet_does_not_end_the_session():
+    """A socket polled with a timeout, or non-blocking: the session goes on."""
+    import socket
+
+    otel = Otel()
+    mine, theirs = socket.socketpair()
+    reader, writer = pairwatch.instrument_streams(mine, mine, meter_provider=otel.meter_provider)
+    writer.sendall(frame(b'{"jsonrpc":"2.0","id":1,"method":"echo"}'))
+    mine.settimeout(0.05)
+    with pytest.raises(TimeoutError):
+        reader.recv(4096)
+    mine.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        reader.recv(4096)
+    assert theirs.recv(4096).endswith(b'"echo"}')
+    theirs.sendall(frame(b'{"jsonrpc":"2.0","id":1,"result":1}'))
+    mine.setblocking(True)
+    assert reader.recv(4096).endswith(b'"result":1}')
+    theirs.close()
+    assert reader.recv(4096) == b""
+    mine.close()
+    assert otel.counters() == {"batch.requests": 1, "batch.closed": 1}
+    assert otel.hist("batch.pair_latency")[0] == 1
+    attrs = otel.attrs("batch.requests")[0]
+    assert attrs["pairwatch.transport"] == "socket"

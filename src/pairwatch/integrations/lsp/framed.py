@@ -25,6 +25,7 @@ LSP's rules, read from what the client writes:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import threading
 from collections.abc import Callable
@@ -130,9 +131,11 @@ class FramedTap:
         self.close("stream_end" if self.exiting else "stream_dropped")
 
     def failed(self, exc: BaseException) -> None:
-        """A read raised: the caller's task was cancelled, or the stream broke."""
-        if ended_by(exc, "stream_dropped") == "cancelled":
-            return  # the caller stopped reading for now; the stream itself goes on
+        """A read raised: the stream broke, unless the caller only stopped waiting for now
+        (its task cancelled, its read's own timeout, nothing to read yet on a non-blocking
+        stream), after which the stream goes on."""
+        if isinstance(exc, _NOT_YET) or ended_by(exc, "stream_dropped") == "cancelled":
+            return
         self.close("stream_end" if self.exiting else "stream_dropped")
 
     def close(self, reason: str) -> None:
@@ -153,6 +156,10 @@ class FramedTap:
         for side in (self._out, self._in):
             with side.lock:
                 side.parser.close()
+
+
+_NOT_YET: Final = (TimeoutError, asyncio.TimeoutError, BlockingIOError, InterruptedError)
+"""What a read raises while its stream goes on: a socket's timeout, no data yet."""
 
 
 def _bytes(data: object) -> bytes:
