@@ -111,6 +111,14 @@ path ends in ``/sse`` (``srv.sse_url``), or with ``?sse=1`` / ``?sse=elements`` 
 ``?sse=array`` (whole array as one event); ``?sse=0`` forces JSON.
 ``ChaosServer(sse="always"|"never", sse_mode="array")`` changes the defaults.
 
+LSP
+---
+``python -m pairwatch.chaos lsp`` speaks a language server's framing on stdin/stdout
+(``Content-Length`` frames, :mod:`.lsp_transport`): ``initialize`` (after asking the client
+``window/workDoneProgress/create`` under the client's own id, and a ``$/progress``),
+``shutdown``, ``exit``, ``$/cancelRequest`` (answered -32800) and the built-in methods; each
+request or notification is one exchange of the plan, each reply element its own frame.
+
 CLI
 ---
 The first stdout line of http/ws/proxy is the listening URL; stdio modes print their
