@@ -5,5 +5,6 @@
 * :mod:`.pygls_client`: ``pairwatch.instrument(client)`` for pygls's ``LanguageClient``;
 * :mod:`.streams`: ``pairwatch.instrument_streams(reader, writer)`` for any framed byte
   stream pair, and python-lsp-jsonrpc's ``JsonRpcStreamReader``/``JsonRpcStreamWriter``;
+* :mod:`.multilspy_client`: ``pairwatch.instrument(lsp)`` for multilspy's servers;
 * :mod:`.pylsp_client`: what ``pairwatch.instrument`` says about a python-lsp-jsonrpc object.
 """
