@@ -7,7 +7,8 @@
 #   bash scripts/bootstrap.sh dev    (the default) pairwatch installed editable with every extra,
 #                                    plus the npm packages the tests start (anvil, MCP servers)
 #                                    in tests/servers/node_modules, and mitmproxy in its own
-#                                    .venv-mitmproxy (its pins clash with the dev venv's)
+#                                    .venv-mitmproxy (its pins clash with the dev venv's), and
+#                                    multilspy in .venv-multilspy (it pins pygls 1.x)
 #   bash scripts/bootstrap.sh peers  dev, plus .venv-peers: the test dependencies of the MCP SDK's
 #                                    and web3.py's own suites (tests/peers/requirements.txt), in
 #                                    a venv of their own that sees the dev venv behind its own
@@ -106,7 +107,26 @@ if [ ! -x .venv/bin/python ] || ! { current "$extras" || { [ "$extras" = demo ] 
   if [ "$extras" = dev ]; then install_dev; else install_demo; fi
   stamp_of "$extras" > ".venv/.pairwatch-stamp.$extras"
 fi
-if [ "$extras" = dev ]; then install_mitmproxy; fi
+# multilspy pins pygls 1.x (through jedi-language-server) and requests==2.33.0, which cannot
+# share the dev venv with pygls 2.x: tests/lsp/test_lsp_multilspy.py runs it from a venv of
+# its own, with pairwatch's core requirements beside it and pairwatch itself from src/.
+MULTILSPY_PIN="multilspy==0.1.1"
+install_multilspy() {
+  local want
+  want="$MULTILSPY_PIN $(sha256sum < pyproject.toml | cut -c1-16)"
+  [ "$(cat .venv-multilspy/.pairwatch-stamp 2>/dev/null || true)" = "$want" ] && return
+  echo "bootstrap: installing $MULTILSPY_PIN into .venv-multilspy" >&2
+  if { [ -x .venv-multilspy/bin/python ] || "$python" -m venv .venv-multilspy; } &&
+    requirements > .venv-multilspy/requirements.txt 2>/dev/null &&
+    .venv-multilspy/bin/python -m pip install "${quiet[@]}" -r .venv-multilspy/requirements.txt \
+      "$MULTILSPY_PIN" 2> >(no_location_warnings); then
+    echo "$want" > .venv-multilspy/.pairwatch-stamp
+  else
+    echo "bootstrap: could not install $MULTILSPY_PIN; its test will not run" >&2
+  fi
+}
+
+if [ "$extras" = dev ]; then install_mitmproxy; install_multilspy; fi
 
 install_peers() {
   local stamp=.venv-peers/.pairwatch-stamp

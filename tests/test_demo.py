@@ -201,3 +201,39 @@ def test_the_summary_matches_the_servers_record_exactly(mix, faults, batch_size,
     if mix in ("broken bodies", "batches of one"):
         assert counted["protocol violations"] > 0
     assert "every counter agrees." in done.stdout
+
+
+@pytest.mark.parametrize("faults", [[], ["--faults", "drop=0.2,duplicate=0.2,null_id=0.1"]])
+def test_the_lsp_session_summary_matches_the_servers_record_exactly(faults):
+    """``--transport lsp``: a home-grown LSP client through ``instrument_streams`` against
+    the chaos server's LSP mode; every row agrees with what the server wrote."""
+    argv = "demo --transport lsp --duration 3 --plain --metrics-port 0 --rate 40 --seed 5"
+    done = subprocess.run(
+        [sys.executable, "-m", "pairwatch", *argv.split(), *faults],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = check_rows(done.stdout)
+    for label, want, got, mark in rows:
+        assert (label, got, mark) == (label, want, "\u2713"), done.stdout
+    counted = {label: got for label, _, got, _ in rows}
+    assert counted["requests sent"] >= 20
+    assert counted["missing responses"] > 0
+    if faults:  # duplicates at 0.2: the copies are unknown ids
+        assert counted["unknown-id responses"] > 0
+    assert counted["out-of-order batches"] == counted["protocol violations"] == 0
+
+
+def test_the_lsp_demo_refuses_batch_faults_in_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "pairwatch", "demo", "--transport", "lsp", "--faults", "reorder=1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "injects drop, duplicate" in done.stderr
+    assert "Traceback" not in done.stderr

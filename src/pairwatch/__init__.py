@@ -29,6 +29,10 @@ To stop observing at run time (a kill switch for an incident, or a benchmark)::
 Settings also come from the environment (``PAIRWATCH_TIMEOUT``, ``PAIRWATCH_SPANS``...,
 see :mod:`pairwatch.config`); arguments given in code win.
 
+A language-server (LSP) client on any ``Content-Length``-framed stream pair::
+
+    reader, writer = pairwatch.instrument_streams(proc.stdout, proc.stdin)
+
 For clients no integration covers, feed a channel by hand::
 
     channel = pairwatch.open_channel(transport="websocket")
@@ -44,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from pairwatch import _moved
 from pairwatch import config as _config
 from pairwatch._version import __version__
-from pairwatch.api import instrument, is_instrumented, uninstrument
+from pairwatch.api import instrument, instrument_streams, is_instrumented, uninstrument
 from pairwatch.channel import Channel, Options, open_channel
 from pairwatch.endpoint import serve_metrics
 from pairwatch.otel.deferred import flush
@@ -67,6 +71,7 @@ __all__ = [
     "enable",
     "flush",
     "instrument",
+    "instrument_streams",
     "is_enabled",
     "is_instrumented",
     "open_channel",

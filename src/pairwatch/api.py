@@ -169,6 +169,55 @@ def instrument(
     return client
 
 
+R = TypeVar("R")
+W = TypeVar("W")
+
+
+def instrument_streams(
+    reader: R,
+    writer: W,
+    *,
+    transport: str | None = None,
+    integration: str | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+    tracer_provider: trace.TracerProvider | None = None,
+    timeout: float | None = None,
+    **options: Any,
+) -> tuple[R, W]:
+    """Instrument a ``Content-Length``-framed JSON-RPC stream pair (LSP) and return the pair
+    to use: stand-ins that pass every call through to ``reader`` and ``writer``, or, for
+    python-lsp-jsonrpc's ``JsonRpcStreamReader``/``JsonRpcStreamWriter``, the same two
+    objects instrumented in place.  ``uninstrument(reader)`` (the returned one) undoes it.
+
+    ``transport`` defaults to ``socket`` for a network connection, else ``stdio``;
+    ``integration`` to ``pylsp-jsonrpc`` or ``lsp-stream``.  Raises ``TypeError`` at set-up
+    for objects that cannot be read or written.
+    """
+    opts = build_options(
+        {
+            **options,
+            "meter_provider": meter_provider,
+            "tracer_provider": tracer_provider,
+            "timeout": timeout,
+        }
+    )
+    if _disabled_by_env():
+        return reader, writer
+    from pairwatch.integrations.lsp import streams
+
+    with _lock:
+        if _entry(reader) is not None:
+            warnings.warn(
+                f"{type(reader).__name__} is already instrumented by pairwatch", stacklevel=2
+            )
+            return reader, writer
+        handle, used_reader, used_writer = streams.install(
+            reader, writer, opts, transport=transport, integration=integration
+        )
+        _handles[id(used_reader)] = (_reference(used_reader), handle)
+    return used_reader, used_writer
+
+
 def _detects(detect: Any, client: object) -> bool:
     try:
         return bool(detect(client))

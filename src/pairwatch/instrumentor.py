@@ -19,7 +19,8 @@ Clients instrumented one by one with ``pairwatch.instrument(client)`` keep their
 settings: their exchanges are tracked once, by their own wrapper.  web3's HTTP providers are
 covered through requests and aiohttp.  With ``mcp`` installed, every MCP ``ClientSession`` is
 instrumented as it is made (its transports' own HTTP requests are then never counted by the
-HTTP wrappers: the session pairs their replies wherever they arrive).  A web3
+HTTP wrappers: the session pairs their replies wherever they arrive); with ``pygls``, every
+``JsonRPCClient`` (``LanguageClient``) likewise.  A web3
 ``WebSocketProvider`` and ``websockets`` connections are per-instance only
 (``pairwatch.instrument(obj)``): their integrations have no class-level targets.
 """

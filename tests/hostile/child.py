@@ -241,6 +241,51 @@ def audit_case(seen: Digest) -> None:
     EXTRA["output"] = out.getvalue()[-2000:]
 
 
+def lsp_case(seen: Digest) -> None:
+    """A language server's stdout written by a hostile peer, read by a plain client.
+
+    ``what``: ``header`` (an endless header line), ``length`` (a huge Content-Length and the
+    bytes it announces), ``tiny`` (many tiny frames, then the one reply).  The client wrote one
+    request (id 1) and reads the pipe in 64 KiB chunks to its end.
+    """
+    import io
+
+    read_end, write_end = os.pipe()
+    size = SPEC.get("bytes", 256 << 20)
+
+    def frame(body: bytes) -> bytes:
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    def peer() -> None:
+        with open(write_end, "wb", buffering=0) as out:
+            what = SPEC["what"]
+            if what == "tiny":
+                block = frame(b'{"jsonrpc":"2.0","method":"$/progress"}') * 1000
+                for _ in range(SPEC["frames"] // 1000):
+                    out.write(block)
+                out.write(frame(b'{"jsonrpc":"2.0","id":1,"result":1}'))
+                return
+            if what == "length":
+                out.write(b"Content-Length: %d\r\n\r\n" % (10**15))
+            block = b"A" * CHUNK
+            for _ in range(size // CHUNK):
+                out.write(block)
+
+    thread = threading.Thread(target=peer, daemon=True)
+    thread.start()
+    reader: Any = open(read_end, "rb", buffering=0)  # noqa: SIM115 - closed below
+    writer: Any = io.BytesIO()
+    if INSTRUMENTED:
+        reader, writer = pairwatch.instrument_streams(
+            reader, writer, meter_provider=PROVIDER, spans=False
+        )
+    writer.write(frame(b'{"jsonrpc":"2.0","id":1,"method":"initialize"}'))
+    while chunk := reader.read(CHUNK):
+        seen.add(chunk)
+    reader.close()
+    thread.join()
+
+
 EXTRA: dict[str, Any] = {}
 
 CASES: dict[str, Callable[[Digest], None]] = {
@@ -248,6 +293,7 @@ CASES: dict[str, Callable[[Digest], None]] = {
     "capture": capture_case,
     "middleware": middleware_case,
     "audit": audit_case,
+    "lsp": lsp_case,
 }
 
 

@@ -111,6 +111,14 @@ path ends in ``/sse`` (``srv.sse_url``), or with ``?sse=1`` / ``?sse=elements`` 
 ``?sse=array`` (whole array as one event); ``?sse=0`` forces JSON.
 ``ChaosServer(sse="always"|"never", sse_mode="array")`` changes the defaults.
 
+LSP
+---
+``python -m pairwatch.chaos lsp`` speaks a language server's framing on stdin/stdout
+(``Content-Length`` frames, :mod:`.lsp_transport`): ``initialize`` (after asking the client
+``window/workDoneProgress/create`` under the client's own id, and a ``$/progress``),
+``shutdown``, ``exit``, ``$/cancelRequest`` (answered -32800) and the built-in methods; each
+request or notification is one exchange of the plan, each reply element its own frame.
+
 CLI
 ---
 The first stdout line of http/ws/proxy is the listening URL; stdio modes print their
@@ -123,6 +131,7 @@ readiness line on stderr (stdout is the protocol)::
     python -m pairwatch.chaos proxy --upstream http://127.0.0.1:8545/ --fault reorder
     python -m pairwatch.chaos stdio --fault delay:delays=0/0.2 --record injected.jsonl
     python -m pairwatch.chaos stdio-proxy --fault id_type -- python my_mcp_server.py
+    python -m pairwatch.chaos lsp --script="-;drop;null_id"   # Content-Length frames, LSP
 
 ``KIND:k=v,...`` takes count, fraction, indices (``0/2/-1``), mode, seconds, delays
 (``0.1/0.2``), version (``missing`` removes it), data. In a ``--script`` steps are

@@ -124,6 +124,9 @@ def make_parser(prog: str = "python -m pairwatch.chaos") -> argparse.ArgumentPar
     p = sub.add_parser("stdio", help="line-delimited server on stdin/stdout")
     _fault_options(p)
     p.set_defaults(command=[])
+    p = sub.add_parser("lsp", help="a language server's framing (Content-Length) on stdin/stdout")
+    _fault_options(p)
+    p.set_defaults(command=[])
     p = sub.add_parser("stdio-proxy", help="line proxy: stdio-proxy [options] -- CMD ARGS...")
     _fault_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="upstream command after --")
@@ -187,6 +190,16 @@ async def _run_stdio(args: argparse.Namespace, plan: FaultPlan | None) -> int:
     if args.mode == "stdio-proxy" and not command:
         print("stdio-proxy needs an upstream command after --", file=sys.stderr)
         return 2
+    if args.mode == "lsp":
+        from .lsp_transport import lsp_backend
+        from .lsp_transport import run as run_lsp
+
+        engine = Engine(lsp_backend(), plan)
+        print("pairwatch.chaos lsp ready", file=sys.stderr, flush=True)
+        try:
+            return await run_lsp(engine)
+        finally:
+            _write_record(args.record, engine)
     engine = Engine(Backend() if args.mode == "stdio" else _unused_source, plan)
     reader = await stdin_reader()
     sink = LineOut(sys.stdout.buffer)
@@ -210,7 +223,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pairwatch.cha
     except ValueError as e:
         print(f"bad fault option: {e}", file=sys.stderr)
         return 2
-    runner = _run_stdio if args.mode in ("stdio", "stdio-proxy") else _run_network
+    runner = _run_stdio if args.mode in ("stdio", "stdio-proxy", "lsp") else _run_network
     try:
         return asyncio.run(runner(args, plan))
     except KeyboardInterrupt:

@@ -18,7 +18,8 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -36,6 +37,8 @@ PROG = "pairwatch demo"
 DEFAULT_FAULTS = (
     "reorder=0.3,drop=0.08,null_id=0.04,wrong_id=0.04,duplicate=0.04,id_type=0.02,bad_version=0.02"
 )
+LSP_FAULTS = "drop=0.04,null_id=0.03,wrong_id=0.03,duplicate=0.03,delay=0.2"
+"""The default mix of ``--transport lsp``: what a language server can do to single requests."""
 DEFAULT_METRICS_PORT = 9464
 WINDOW = 5.0  # seconds the live rates and the reading cover
 
@@ -128,6 +131,13 @@ def register(sub: Any) -> None:
         metavar="N",
         help="requests per batch, 1..10000 (default 8)",
     )
+    add(
+        "--transport",
+        choices=("http", "lsp"),
+        default="http",
+        help="http: httpx and requests batches (default); lsp: a language-server session "
+        "(Content-Length frames on a socket pair, single requests, instrument_streams)",
+    )
     add("--port", type=PORT, default=0, metavar="P", help="chaos server port (default: any free)")
     add(
         "--metrics-port",
@@ -195,6 +205,8 @@ def start_metrics(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.transport == "lsp":
+        return run_lsp(args)
     probabilities, templates = args.faults
     # The view already says what each failing batch points to; per-batch log lines would
     # only scroll it away.
@@ -251,9 +263,69 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_lsp(args: argparse.Namespace) -> int:
+    """The demo on a language-server session (see :mod:`pairwatch.cli.lsp_traffic`)."""
+    from pairwatch.cli.lsp_traffic import KINDS as LSP_KINDS
+    from pairwatch.cli.lsp_traffic import LspSession
+
+    faults = args.faults
+    if faults == fault_mix(DEFAULT_FAULTS):
+        faults = fault_mix(LSP_FAULTS)
+    probabilities, templates = faults
+    other = sorted(set(probabilities) - set(LSP_KINDS))
+    if other:
+        return fail(
+            PROG,
+            f"--transport lsp injects {', '.join(LSP_KINDS)}; not {', '.join(other)} "
+            "(single requests have no batch to reorder or answer with one object)",
+        )
+    logging.getLogger("pairwatch").setLevel(logging.ERROR)
+    try:
+        started_metrics = start_metrics(args)
+    except (socket.gaierror, UnicodeError) as e:
+        return fail(PROG, f"cannot serve metrics on {args.metrics_addr!r}: {e}")
+    if isinstance(started_metrics, str):
+        return fail(PROG, started_metrics)
+    provider, metrics_server, reader, note = started_metrics
+    metrics_url = f"http://{args.metrics_addr}:{metrics_server.server_port}/metrics"
+    session = LspSession(
+        probabilities,
+        templates,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        provider=provider,
+        timeout=args.timeout,
+    )
+    shown = ",".join(f"{k}={p:g}" for k, p in probabilities.items()) or "none"
+    title = (
+        f"pairwatch demo  LSP session (chaos lsp on a socket pair)  metrics {metrics_url} "
+        f"{note}".rstrip()
+        + f"\n  client: a home-grown LSP client, instrument_streams   faults: {shown}"
+    )
+    live = sys.stdout.isatty() and not args.plain
+    try:
+        first = loop(args, session, reader, title, live)
+    finally:
+        session.close()  # shutdown, exit: what is still pending closes as stream_end
+    pairwatch.flush()
+    summary(first, reader, session, session)
+    stop_metrics(metrics_server, provider)
+    return 0
+
+
+class _Steps(Protocol):
+    errors: int
+
+    def step(self) -> None: ...
+
+
+class _Record(Protocol):
+    def snapshot(self) -> Mapping[str, int]: ...
+
+
 def loop(
     args: argparse.Namespace,
-    driver: Driver,
+    driver: _Steps,
     reader: InMemoryMetricReader,
     title: str,
     live: bool,
@@ -334,7 +406,7 @@ class Screen:
 
 
 def summary(
-    first: view.Snapshot, reader: InMemoryMetricReader, record: ServerRecord, driver: Driver
+    first: view.Snapshot, reader: InMemoryMetricReader, record: _Record, driver: _Steps
 ) -> None:
     final = view.snapshot(reader)
     expected = record.snapshot()

@@ -143,6 +143,25 @@ def tally_outgoing(request: Any, out: Outgoing, *, sse: bool) -> Counter[str]:
     return tally(request, out.value(), out.as_array, sse=sse)
 
 
+def tally_stream(message: Any, out: Outgoing) -> Counter[str]:
+    """The counters one language-server exchange moves: a single request (or notification)
+    answered by the frames the server wrote, each a message of its own, in order.
+
+    On a stream each frame is read on its own: the request closes at the first frame that
+    answers it, and a later one (a duplicate) is a stray of no batch; a request nothing
+    answered closes missing, and its batch saw no response at all (a count mismatch: a
+    wrong id, written as another id, is never the request's).
+    """
+    if out.raw is not None or out.cut:
+        raise ValueError("the LSP demo injects no byte-level faults")
+    frames = [e.value for e in out.elements]
+    counts = tally(message, frames, True, shape=False)
+    if isinstance(message, dict) and "id" in message:
+        answered = counts["batch.missing_response"] == 0
+        counts["batch.response_count_mismatch"] = int(not answered)
+    return counts
+
+
 class ServerRecord:
     """The expected counters, summed over every exchange the chaos server answered.
 

@@ -122,6 +122,9 @@ KNOWN: tuple[Known, ...] = (
     Known("web3", frozenset({"web3"}), "web3_provider"),
     Known("websockets", frozenset({"websockets"}), "websockets_client"),
     Known("mcp", frozenset({"mcp"}), "mcp.session"),
+    Known("pygls", frozenset({"pygls"}), "lsp.pygls_client"),
+    Known("pylsp-jsonrpc", frozenset({"pylsp_jsonrpc"}), "lsp.pylsp_client"),
+    Known("multilspy", frozenset({"multilspy"}), "lsp.multilspy_client"),
 )
 """Built-in integrations, in detection order; the global instrumentor walks the same list."""
 

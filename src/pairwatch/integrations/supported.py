@@ -17,7 +17,7 @@ import re
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
-__all__ = ["RANGES", "check", "parse"]
+__all__ = ["DISTRIBUTIONS", "RANGES", "check", "parse"]
 
 RANGES: Final[dict[str, tuple[str, str]]] = {
     # distribution: (oldest supported, first version not supported)
@@ -28,8 +28,14 @@ RANGES: Final[dict[str, tuple[str, str]]] = {
     "web3": ("7.7", "9"),  # 7.7: AsyncHTTPProvider batches
     "websockets": ("13", "18"),
     "mcp": ("2.3", "3"),
+    "pygls": ("2.1", "3"),
+    "pylsp_jsonrpc": ("1.1", "2"),
+    "multilspy": ("0.1.1", "0.2"),
 }
-"""Each library's range, oldest included; the module name is the distribution's name."""
+"""Each library's range, by module name, oldest included."""
+
+DISTRIBUTIONS: Final[dict[str, str]] = {"pylsp_jsonrpc": "python-lsp-jsonrpc"}
+"""Where a module's distribution has another name."""
 
 _log = logging.getLogger("pairwatch")
 _said: set[str] = set()
@@ -48,7 +54,7 @@ def check(module: str) -> bool:
     if bounds is None or os.environ.get("PAIRWATCH_ANY_VERSION", "").lower() == "true":
         return True
     try:
-        installed = version(module)
+        installed = version(DISTRIBUTIONS.get(module, module))
     except PackageNotFoundError:
         return True  # a vendored or renamed copy: nothing to compare
     low, high = bounds
