@@ -237,3 +237,46 @@ def test_the_lsp_demo_refuses_batch_faults_in_one_line():
     assert done.returncode == 2
     assert "injects drop, duplicate" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+DEMO = [sys.executable, "-m", "pairwatch", "demo", "--plain", "--metrics-port", "0"]
+
+
+def test_ctrl_c_ends_the_demo_at_once_whatever_the_server_does():
+    """Every reply held for 25 s: Ctrl-C still ends the demo with its summary at once (it
+    waited out the client's timeout before), and the summary names the exchange it cut."""
+    import signal
+
+    proc = subprocess.Popen(
+        [*DEMO, "--duration", "60", "--faults", "delay:seconds=25=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("pairwatch demo")
+    time.sleep(2)  # a batch is in flight, held by the server
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    took = time.monotonic() - started
+    assert proc.returncode == 0, out
+    assert took < 3, took  # a hung exchange no longer holds the stop (it took over 12 s)
+    assert "pairwatch demo summary" in out
+    assert "the exchange Ctrl-C cut short" in out
+
+
+def test_the_first_status_line_reads_the_run_so_far():
+    """The first plain status (at 5 s) reads the batches of those 5 s: never "last 0 s: no
+    pairing failures" under counters that already moved."""
+    out = subprocess.run(
+        [*DEMO, "--duration", "6", "--faults", "drop=1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    status = next(line for line in out.splitlines() if line.startswith("[elapsed"))
+    reading = out.splitlines()[out.splitlines().index(status) + 1]
+    assert int(re.search(r"missing (\d+)", status).group(1)) > 0
+    assert reading.startswith("  reading, last 5 s: responses_missing"), reading

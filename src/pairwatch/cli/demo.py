@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
     )
     live = sys.stdout.isatty() and not args.plain
     try:
-        first = loop(args, driver, reader, title, live)
+        first, cut = loop(args, driver, reader, title, live)
     finally:
         for client in closers:
             client.close()
@@ -258,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
     # Every exchange has completed (the driver is synchronous); flush hands the metrics of
     # the last batches to the SDK, so the summary counts exactly what the server answered.
     pairwatch.flush()
-    summary(first, reader, record, driver)
+    summary(first, reader, record, driver, cut)
     stop_metrics(metrics_server, provider)
     return 0
 
@@ -304,11 +304,11 @@ def run_lsp(args: argparse.Namespace) -> int:
     )
     live = sys.stdout.isatty() and not args.plain
     try:
-        first = loop(args, session, reader, title, live)
+        first, cut = loop(args, session, reader, title, live)
     finally:
         session.close()  # shutdown, exit: what is still pending closes as stream_end
     pairwatch.flush()
-    summary(first, reader, session, session)
+    summary(first, reader, session, session, cut)
     stop_metrics(metrics_server, provider)
     return 0
 
@@ -329,8 +329,9 @@ def loop(
     reader: InMemoryMetricReader,
     title: str,
     live: bool,
-) -> view.Snapshot:
-    """Drive batches until the duration or a signal; return the snapshot taken at the start."""
+) -> tuple[view.Snapshot, bool]:
+    """Drive batches until the duration or a signal; return the snapshot taken at the start,
+    and whether a signal cut an exchange short."""
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -338,7 +339,9 @@ def loop(
     screen.start(title)
     first = view.snapshot(reader)
     window = view.Window(WINDOW)
+    window.push(first)  # the first reading covers the run so far, not an empty instant
     started = time.monotonic()
+    cut = False
     # A status line at 0 s would only say that nothing happened yet.
     next_view = started if live else started + WINDOW
     interval = 1.0 / args.rate
@@ -348,7 +351,9 @@ def loop(
             elapsed = now - started
             if args.duration and elapsed >= args.duration:
                 break
-            driver.step()
+            if not _step(driver, stop):
+                cut = True  # stopped during a step: a hung server does not hold Ctrl-C
+                break
             if now >= next_view:
                 snap = view.snapshot(reader)
                 old = window.push(snap)
@@ -357,7 +362,26 @@ def loop(
             stop.wait(interval)
     finally:
         screen.end()
-    return first
+    return first, cut
+
+
+def _step(driver: _Steps, stop: threading.Event) -> bool:
+    """One step of traffic, in a thread of its own so that Ctrl-C ends the demo within a
+    tenth of a second whatever the server does; False when stopped before the step ended
+    (the step's exchange is abandoned, and its batch closes when its client does)."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            driver.step()
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="pairwatch-demo-step", daemon=True).start()
+    while not done.wait(0.1):
+        if stop.is_set():
+            return False
+    return True
 
 
 class Screen:
@@ -406,7 +430,11 @@ class Screen:
 
 
 def summary(
-    first: view.Snapshot, reader: InMemoryMetricReader, record: _Record, driver: _Steps
+    first: view.Snapshot,
+    reader: InMemoryMetricReader,
+    record: _Record,
+    driver: _Steps,
+    cut: bool = False,
 ) -> None:
     final = view.snapshot(reader)
     expected = record.snapshot()
@@ -423,6 +451,12 @@ def summary(
     print("  counted by pairwatch against what the server wrote (its own record):")
     print(table)
     verdict = "every counter agrees" if agree else "counters differ"
+    if cut and not agree:
+        verdict = (
+            "counters differ by the exchange Ctrl-C cut short: the server's record counts the"
+            "\n  reply it was writing, the client closed before reading it (its requests count"
+            "\n  as missing)"
+        )
     print(f"\n  {verdict}.   client errors seen: {driver.errors}")
 
 
