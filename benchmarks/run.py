@@ -6,18 +6,23 @@ Usage (from the repository root, with the dev extras installed)::
     python benchmarks/run.py --markdown      # the same, as Markdown tables
     python benchmarks/run.py --markdown --write docs/performance.md   # into the page's tables
     python benchmarks/run.py --short         # CI: a few seconds, exits 1 only on a gross
-                                             # regression (a median above twice its target)
+                                             # regression: a median above twice its target
+                                             # (twice the known median where a documented
+                                             # gap misses the target)
     python benchmarks/run.py --only ledger,memory
     python benchmarks/run.py --only instructions   # opt-in: valgrind instruction counts
     python benchmarks/run.py --only instructions --seeds 1,2,3,4   # paired, per hash seed
 
 Ratios are instrumented / bare, paired per repeat (see ``_common.py``); min, median and max
 are over repeats.  Servers run in their own processes.  Targets come from issues 7 and 16.
+The fault-injecting servers' faults are diagnosed on the ``pairwatch`` logger by design; a
+benchmark shows only its tables, so that logger is kept to errors here.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import platform
 import sys
 from pathlib import Path
@@ -114,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         help="instructions: comma-separated hash seeds, one paired count each (default 1)",
     )
     args = parser.parse_args(argv)
+    logging.getLogger("pairwatch").setLevel(logging.ERROR)
     only = set(args.only.split(",")) if args.only else set(SECTIONS) - OPT_IN
     short = args.short
     results = Results()
@@ -215,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 1 if short else 0
+    if short:
+        missed = [r for r in results.rows if r.met is False]
+        print(
+            f"\n--short: {len(missed)} target(s) missed (the gaps docs/performance.md "
+            "documents), no median above twice its gate: passed"
+        )
     return 0
 
 

@@ -31,7 +31,9 @@ if [ "${PAIRWATCH_LIBRARY_RANGE:-1}" = 1 ]; then
   echo "== client library range" >&2
   bash scripts/test_library_range.sh
 fi
-# A few seconds; fails only on a gross regression (a median above twice its target), so
-# that a noisy machine cannot fail CI.  The full table: python benchmarks/run.py
+# A few seconds; fails only on a gross regression (a median above twice its target, or
+# twice the known median where docs/performance.md documents a gap), so that a noisy machine
+# cannot fail CI; a target missed within that prints NO and passes.  The full table:
+# python benchmarks/run.py
 echo "== benchmarks --short" >&2
 PYTHONPATH=src exec .venv/bin/python benchmarks/run.py --short
