@@ -92,6 +92,29 @@ def test_hostile_methods_addresses_and_channels_stay_under_the_stated_series(ote
     assert len(telemetry.label_sets) == 65
 
 
+def test_hostile_ports_on_one_host_stay_under_the_same_cap(otel, clock):
+    """``server.port`` tells servers on one host apart, within the address cap: past 64
+    address-and-port pairs a channel keeps its address and goes without a port."""
+    options = Options(meter_provider=otel.meter_provider, clock=clock, spans=False)
+    for i in range(HOSTILE):
+        channel = pairwatch.open_channel(
+            bound=True,
+            transport="http",
+            server_address="127.0.0.1",
+            server_port=10_000 + i,
+            options=options,
+        )
+        channel.sent(dumps(req(i, "eth_call")))
+        channel.received(dumps(res(i)))
+        channel.close("body_end")
+    requests = otel.attrs("batch.requests")
+    ports = {a.get("server.port") for a in requests}
+    assert ports == {*range(10_000, 10_064), None}  # 64 pairs kept, the rest without a port
+    assert {a["server.address"] for a in requests} == {"127.0.0.1"}
+    assert otel.value("batch.requests") == HOSTILE
+    assert len(channel.telemetry.endpoints) == 64
+
+
 def test_label_sets_are_evicted_past_their_cap(otel):
     telemetry = Telemetry(otel.meter_provider, label_sets_cap=3)
     first = telemetry.labels("http", "a", None)

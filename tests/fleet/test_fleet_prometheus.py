@@ -67,6 +67,9 @@ class Worker:
     seed: int
     log: Path
     push_url: str = ""
+    # The server it calls keeps its port across the worker's restart, as a real upstream
+    # does: server.port is a label, and a new port would be a new series.
+    upstream: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] = field(init=False)
 
     def start(self) -> None:
@@ -74,7 +77,8 @@ class Worker:
         where = str(self.port) if self.route == "scrape" else self.push_url
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, str(WORKER), self.route, where, str(self.seed), str(BATCHES)],
+                [sys.executable, str(WORKER), self.route, where, str(self.seed), str(BATCHES),
+                 str(self.upstream)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, bufsize=0,
             )  # fmt: skip
         assert self.line() == "ready", self.log.read_text()

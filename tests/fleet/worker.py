@@ -60,11 +60,12 @@ def provider(route: str, where: str, seed: int) -> tuple[Any, Callable[[], None]
 
 def main() -> None:
     route, where, seed, batches = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    upstream = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # the server's port, kept
     rng = random.Random(seed)
     script = [None] + [rng.choice(CHOICES) for _ in range(batches)]
     metrics, publish = provider(route, where, seed)
     meter_provider = getattr(metrics, "meter_provider", metrics)
-    with ChaosServer(script) as server, httpx.Client() as client:
+    with ChaosServer(script, port=upstream) as server, httpx.Client() as client:
         pairwatch.instrument(client, meter_provider=meter_provider, spans=False)
 
         def batch(n: int) -> None:

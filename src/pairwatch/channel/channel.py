@@ -19,7 +19,6 @@ from pairwatch.channel.sink import Sink, capture_for, telemetry_for
 from pairwatch.options import Options
 from pairwatch.otel.capture import Capture
 from pairwatch.otel.labels import Labels
-from pairwatch.otel.names import INTEGRATION, SERVER_ADDRESS
 from pairwatch.otel.sdk.context import get_current
 from pairwatch.otel.span_policy import SpanAttributes
 from pairwatch.otel.telemetry import Telemetry
@@ -80,10 +79,11 @@ class Channel:
         options: Options | None = None,
         span_attributes: SpanAttributes | None = None,
         side: str = "client",
+        server_port: int | None = None,
     ) -> None:
         options = options or Options()
         telemetry = telemetry_for(options)
-        labels = telemetry.labels(transport, integration, server_address, side)
+        labels = telemetry.labels(transport, integration, server_address, side, server_port)
         capture = capture_for(options)
         limits, policy = prepared(options)
         sink = Sink(telemetry, labels, options.on_batch_closed, span_attributes, capture, policy)
@@ -328,7 +328,12 @@ class Channel:
             guard.report("expire", exc, self.telemetry.internal_error)
 
     def relabel(
-        self, transport: str, *, integration: str | None = None, server_address: str | None = None
+        self,
+        transport: str,
+        *,
+        integration: str | None = None,
+        server_address: str | None = None,
+        server_port: int | None = None,
     ) -> None:
         """Change the channel's labels for what it reports from now on (open batches too).
 
@@ -341,9 +346,10 @@ class Channel:
             old = self._sink.labels
             labels = self.telemetry.labels(
                 transport,
-                integration if integration is not None else old.base.get(INTEGRATION, "manual"),
-                server_address if server_address is not None else old.base.get(SERVER_ADDRESS),
+                integration if integration is not None else old.integration,
+                server_address if server_address is not None else old.address,
                 old.side,
+                server_port if server_address is not None else old.port,
             )
             # A copy: an exchange's sink is shared with the other exchanges of its parts.
             self._labels, self._sink = labels, self._sink.relabeled(labels)
@@ -378,6 +384,7 @@ def open_channel(
     options: Options | None = None,
     span_attributes: SpanAttributes | None = None,
     side: str = "client",
+    server_port: int | None = None,
     **settings: object,
 ) -> Channel:
     """Open a channel by hand, for clients that no integration covers.
@@ -395,6 +402,7 @@ def open_channel(
         options=options,
         span_attributes=span_attributes,
         side=side,
+        server_port=server_port,
     )
 
 

@@ -36,7 +36,7 @@ class Parts(NamedTuple):
 
 
 _PREPARED: dict[int, tuple[Options, Limits, SpanPolicy]] = {}
-_EXCHANGES: dict[tuple[int, str, str | None], Parts] = {}
+_EXCHANGES: dict[tuple[int, str, str | None, int | None], Parts] = {}
 
 
 def prepared(options: Options) -> tuple[Limits, SpanPolicy]:
@@ -49,16 +49,18 @@ def prepared(options: Options) -> tuple[Limits, SpanPolicy]:
     return entry[1], entry[2]
 
 
-def exchange_parts(options: Options, integration: str, server_address: str | None) -> Parts:
+def exchange_parts(
+    options: Options, integration: str, server_address: str | None, port: int | None = None
+) -> Parts:
     """The parts of the client-side ``http`` exchanges of one integration and address.
 
     The sink is shared by those exchanges: it holds only these parts (a channel that
     relabels itself takes a copy first)."""
-    key = (id(options), integration, server_address)
+    key = (id(options), integration, server_address, port)
     entry = _EXCHANGES.get(key)
     if entry is None or entry.options is not options:
         telemetry = telemetry_for(options)
-        labels = telemetry.labels("http", integration, server_address)
+        labels = telemetry.labels("http", integration, server_address, "client", port)
         limits, policy = prepared(options)
         sink = Sink(telemetry, labels, options.on_batch_closed, None, None, policy)
         if len(_EXCHANGES) >= CAP:

@@ -44,8 +44,8 @@ from pairwatch.integrations._kit.exchange import (
     Request,
     answered_elsewhere,
     async_send,
+    endpoint_of,
     fixed,
-    host_of,
 )
 from pairwatch.integrations._kit.patch import Patches, Wrapper
 from pairwatch.integrations._kit.stream import Tap, plain_type
@@ -233,17 +233,19 @@ class _Aiohttp(HttpClient):
 
     def request(self, instance: Any, args: Args, kwargs: Kwargs) -> Request | None:
         url = argument(args, kwargs, 1, "str_or_url")
-        host = host_of(url)
+        host, port = endpoint_of(url)
         if host is None:  # a path relative to the session's base URL
             url = getattr(instance, "_base_url", None)
         timeout = _read_timeout(kwargs.get("timeout"), instance)
         headers = _CallHeaders(kwargs)
         if kwargs.get("data") is not None:
-            return Request(kwargs["data"], url, read_timeout=timeout, headers=headers, host=host)
+            return Request(
+                kwargs["data"], url, read_timeout=timeout, headers=headers, host=host, port=port
+            )
         body = kwargs.get("json")
         if body is None:
             return None
-        return Request(body, url, True, None, timeout, headers, host)
+        return Request(body, url, True, None, timeout, headers, host, port)
 
     def attach(self, exchange: Exchange, response: Any, instance: Any, kwargs: Any) -> None:
         """The tee replaces ``response.content``; what it shows its reads to watches the

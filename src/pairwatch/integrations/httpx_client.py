@@ -37,6 +37,7 @@ from pairwatch.integrations._kit.exchange import (
     Request,
     Streamed,
     async_send,
+    endpoint_of,
     fixed,
     sync_send,
 )
@@ -206,7 +207,10 @@ class _Httpx(HttpClient):
         except Exception:
             return None
         url = request.url
-        return Request(body, url, read_timeout=timeout, headers=request.headers, host=url.host)
+        host, port = endpoint_of(url)
+        return Request(
+            body, url, read_timeout=timeout, headers=request.headers, host=host, port=port
+        )
 
     def stream_request(
         self, instance: Any, args: Args, kwargs: Kwargs, streamed: Streamed

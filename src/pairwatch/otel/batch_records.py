@@ -25,7 +25,7 @@ from pairwatch.pairing.records import Batch, Tally
 
 __all__ = ["BatchRecords"]
 
-Attrs = Mapping[str, str]
+Attrs = Mapping[str, str | int]
 
 _ANSWERED = object()
 """Marks :meth:`BatchRecords._record_answered`'s keys among the drain's accumulator keys."""

@@ -22,6 +22,7 @@ from pairwatch.otel.names import (
     RPC_METHOD,
     RPC_SYSTEM_NAME,
     SERVER_ADDRESS,
+    SERVER_PORT,
     SIDE,
     SIDES,
     TRANSPORT,
@@ -71,16 +72,25 @@ class Labels:
     """
 
     __slots__ = (
-        "base", "by_batch", "extras", "method_attrs", "side", "zeroed", "zeroed_methods",
+        "address", "base", "by_batch", "extras", "integration", "method_attrs", "port", "side",
+        "zeroed", "zeroed_methods",
     )  # fmt: skip
 
     def __init__(
-        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+        self,
+        transport: str,
+        integration: str,
+        server_address: str | None,
+        side: str = "client",
+        server_port: int | None = None,
     ) -> None:
         # Two values only: anything else is a caller's mistake, and counting it as client
         # keeps the label bounded rather than raising into a channel being opened.
         self.side = side if side in SIDES else "client"
-        base: dict[str, str] = {
+        self.integration = integration
+        self.address = server_address or None
+        self.port = server_port if self.address is not None else None
+        base: dict[str, str | int] = {
             RPC_SYSTEM_NAME: "jsonrpc",
             TRANSPORT: transport,
             INTEGRATION: integration,
@@ -88,17 +98,19 @@ class Labels:
         }
         if server_address:
             base[SERVER_ADDRESS] = server_address
+            if server_port is not None:
+                base[SERVER_PORT] = server_port  # servers on one host told apart
         self.base = base
-        self.by_batch: dict[bool, dict[str, str]] = {
+        self.by_batch: dict[bool, dict[str, str | int]] = {
             True: {**base, IS_BATCH: "true"},
             False: {**base, IS_BATCH: "false"},
         }
-        self.method_attrs: dict[tuple[bool, str], dict[str, str]] = {}
-        self.extras: dict[tuple[bool, tuple[tuple[str, str], ...]], dict[str, str]] = {}
+        self.method_attrs: dict[tuple[bool, str], dict[str, str | int]] = {}
+        self.extras: dict[tuple[bool, tuple[tuple[str, str], ...]], dict[str, str | int]] = {}
         self.zeroed: set[bool] = set()
         self.zeroed_methods: set[tuple[bool, str]] = set()
 
-    def for_method(self, is_batch: bool, method: str) -> dict[str, str]:
+    def for_method(self, is_batch: bool, method: str) -> dict[str, str | int]:
         """``method`` must already be limited: the cache is as bounded as its keys."""
         key = (is_batch, method)
         attrs = self.method_attrs.get(key)
@@ -107,7 +119,7 @@ class Labels:
             self.method_attrs[key] = attrs
         return attrs
 
-    def extra(self, is_batch: bool, **more: str) -> dict[str, str]:
+    def extra(self, is_batch: bool, **more: str) -> dict[str, str | int]:
         """The batch attributes plus a few more, one shared dict per distinct set.
 
         The values (diagnoses, close reasons, problem names, limited methods) come from
@@ -130,22 +142,31 @@ class LabelCache:
     rebuilt, never lost: the exported series live in the SDK, not here.
     """
 
-    def __init__(self, build: Callable[[str, str, str | None, str], Labels], cap: int) -> None:
+    def __init__(
+        self, build: Callable[[str, str, str | None, str, int | None], Labels], cap: int
+    ) -> None:
         self._build = build
         self.cap = cap
-        self._sets: OrderedDict[tuple[str, str, str | None, str], Labels] = OrderedDict()
+        self._sets: OrderedDict[tuple[str, str, str | None, str, int | None], Labels] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
     def get(
-        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+        self,
+        transport: str,
+        integration: str,
+        server_address: str | None,
+        side: str = "client",
+        server_port: int | None = None,
     ) -> Labels:
-        key = (transport, integration, server_address, side)
+        key = (transport, integration, server_address, side, server_port)
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
                 self._sets.move_to_end(key)
                 return found
-            found = self._sets[key] = self._build(transport, integration, server_address, side)
+            found = self._sets[key] = self._build(*key)
             if len(self._sets) > self.cap:
                 self._sets.popitem(last=False)
             return found

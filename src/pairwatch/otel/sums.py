@@ -25,7 +25,7 @@ from pairwatch.otel.sdk.histograms import HistogramWriter, Run, runs_of
 
 __all__ = ["Adding", "Columns", "Observing", "Sums"]
 
-Attrs = Mapping[str, str]
+Attrs = Mapping[str, str | int]
 
 
 class Adding:

@@ -27,6 +27,7 @@ from pairwatch.otel.names import (
     ERROR_KIND,
     LABEL_SETS_CAP,
     METHOD_CAP,
+    OTHER_METHOD,
     REASON,
     REPAIR_ACTION,
     SCHEMA_URL,
@@ -43,7 +44,7 @@ from pairwatch.runtime import guard
 
 __all__ = ["Labels", "SpanAttributes", "Telemetry"]
 
-Attrs = Mapping[str, str]
+Attrs = Mapping[str, str | int]
 
 
 class Telemetry(BatchRecords):
@@ -73,6 +74,7 @@ class Telemetry(BatchRecords):
         self.spans = spans
         self.methods = Limiter(method_cap)
         self.addresses = Limiter(address_cap)
+        self.endpoints = Limiter(address_cap)  # address:port pairs, as many as addresses
         self.label_sets = LabelCache(Labels, label_sets_cap)
         self.span_writer = SpanWriter(self.tracer, self.internal_error, self.methods)
         # Every row of the vocabulary becomes an instrument, so a row added there is created
@@ -116,11 +118,25 @@ class Telemetry(BatchRecords):
         )
 
     def labels(
-        self, transport: str, integration: str, server_address: str | None, side: str = "client"
+        self,
+        transport: str,
+        integration: str,
+        server_address: str | None,
+        side: str = "client",
+        server_port: int | None = None,
     ) -> Labels:
-        """The shared attribute sets of a channel; the server address is capped here."""
+        """The shared attribute sets of a channel; the server address is capped here, and
+        its port by the same cap on distinct address-and-port pairs (past it, no port)."""
         address = self.addresses(server_address) if server_address else None
-        return self.label_sets.get(transport, integration, address, side)
+        port = None
+        if (
+            address is not None
+            and address != OTHER_METHOD
+            and isinstance(server_port, int)
+            and self.endpoints(f"{address}:{server_port}") != OTHER_METHOD
+        ):
+            port = server_port
+        return self.label_sets.get(transport, integration, address, side, port)
 
     # ------------------------------------------------------------------ metrics
     def stray(self, labels: Labels, batch: Batch | None, tally: Tally) -> None:

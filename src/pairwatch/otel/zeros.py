@@ -17,7 +17,7 @@ from pairwatch.otel.labels import Labels
 from pairwatch.otel.names import CLOSE_REASON, DUPLICATE_SCOPE, REASON, RPC_METHOD, TRANSPORT
 from pairwatch.otel.vocabulary import INSTRUMENTS
 
-Row = tuple[str, Mapping[str, str]]
+Row = tuple[str, Mapping[str, str | int]]
 """(instrument key in the vocabulary, attribute set) of one zero series."""
 
 DUPLICATE_SCOPES: Final = ("in_batch", "cross_batch")
@@ -60,7 +60,7 @@ def batch_rows(labels: Labels, is_batch: bool) -> list[Row]:
 def method_rows(labels: Labels, is_batch: bool, method: str) -> list[Row]:
     """The zero ``batch.missing_response`` series of a (limited) method new on the set."""
     labels.zeroed_methods.add((is_batch, method))
-    reasons = MISSING_REASONS.get(labels.base.get(TRANSPORT, ""), MISSING_REASONS_DEFAULT)
+    reasons = MISSING_REASONS.get(str(labels.base.get(TRANSPORT, "")), MISSING_REASONS_DEFAULT)
     return [
         ("missing", labels.extra(is_batch, **{RPC_METHOD: method, CLOSE_REASON: reason}))
         for reason in reasons

@@ -32,6 +32,7 @@ from pairwatch.integrations._kit.request import (
     Streamed,
     answered_elsewhere,
     decoded_payload,
+    endpoint_of,
     host_of,
     inject_context,
     request_payload,
@@ -51,6 +52,7 @@ __all__ = [
     "answered_elsewhere",
     "async_send",
     "decoded_payload",
+    "endpoint_of",
     "fixed",
     "host_of",
     "request_payload",
@@ -111,9 +113,12 @@ class _Call:
             payload = None if request is None else client.payload(request)
             if request is not None and payload is not None:
                 current = get_current()  # read once: the span parent and the propagation
+                host, port = (
+                    (request.host, request.port) if request.host else endpoint_of(request.url)
+                )
                 call.exchange = Exchange.open(
-                    payload, options, client.integration, request.host or host_of(request.url),
-                    request.body, request.read_timeout, current,
+                    payload, options, client.integration, host,
+                    request.body, request.read_timeout, current, port,
                 )  # fmt: skip
                 if current and options.propagate and request.headers is not None:
                     inject_context(request.headers, current)  # an empty context has no span
@@ -191,8 +196,10 @@ def _streamed(
 
     def sent_whole(payload: wire.Payload, body: bytes) -> Exchange:
         request = found[0]
-        host = host_of(request.url)
-        return Exchange.open(payload, options, client.integration, host, body, request.read_timeout)
+        host, port = endpoint_of(request.url)
+        return Exchange.open(
+            payload, options, client.integration, host, body, request.read_timeout, None, port
+        )
 
     streamed = Streamed(sent_whole)
     request = client.stream_request(instance, args, kwargs, streamed)

@@ -40,29 +40,44 @@ __all__ = [
 
 def host_of(url: object) -> str | None:
     """The host name of a URL object or string, or None; never raises."""
+    return endpoint_of(url)[0]
+
+
+def endpoint_of(url: object) -> Endpoint:
+    """The host name and port of a URL object or string (the scheme's default port when the
+    URL names none), or Nones; never raises."""
     try:
         if type(url) is str:  # no ``host`` to look for (looking costs an AttributeError)
             text = url
         else:
             host = getattr(url, "host", None)
             if isinstance(host, str):
-                return host or None
+                return (host or None), _port(getattr(url, "port", None), getattr(url, "scheme", ""))
             text = str(url)
-        found: str | None = _HOSTS.get(text, _UNSEEN)
+        found: Endpoint = _HOSTS.get(text, _UNSEEN)
         if found is not _UNSEEN:
             return found
         if len(_HOSTS) >= 256:
             _HOSTS.clear()
-        found = _HOSTS[text] = urlsplit(text).hostname
+        parts = urlsplit(text)
+        found = _HOSTS[text] = (parts.hostname, _port(parts.port, parts.scheme))
         return found
     except Exception:
-        return None
+        return None, None
 
 
+def _port(port: object, scheme: object) -> int | None:
+    if isinstance(port, int) and not isinstance(port, bool):
+        return port
+    return _DEFAULT_PORTS.get(scheme) if isinstance(scheme, str) else None
+
+
+Endpoint = tuple[str | None, int | None]
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _UNSEEN: Final[Any] = object()
-_HOSTS: dict[str, str | None] = {}
-"""URL text -> host: a client posts to the same few URLs, and ``urlsplit`` costs more than
-the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""
+_HOSTS: dict[str, Endpoint] = {}
+"""URL text -> (host, port): a client posts to the same few URLs, and ``urlsplit`` costs
+more than the rest of opening an exchange.  Bounded: past 256 URLs it starts over."""
 
 
 def request_payload(body: object) -> wire.Payload | None:
@@ -178,6 +193,8 @@ class Request:
     added (None where the library keeps none pairwatch may write to)."""
     host: str | None = None
     """The host of ``url``, when the integration has already looked it up."""
+    port: int | None = None
+    """Its port, with ``host``."""
 
 
 class Exchange(Channel):
@@ -203,6 +220,7 @@ class Exchange(Channel):
         raw: object = None,
         read_timeout: float | None = None,
         current: Context | None = None,
+        port: int | None = None,
     ) -> Exchange:
         """Open one exchange and record what is being sent (``raw``, the body as sent, is
         read only when payload capture is on).
@@ -212,7 +230,7 @@ class Exchange(Channel):
         awaits is not counted missing.  None: the client's setting is unknown.  ``current``:
         the caller's OpenTelemetry context, when the integration has already read it.
         """
-        parts = exchange_parts(options, integration, host or None)
+        parts = exchange_parts(options, integration, host or None, port if host else None)
         sink, capture = parts.sink, capture_for(options)
         if capture is not None:  # the exchange's own: so is the sink that holds it
             sink = sink.capturing(capture)

@@ -253,23 +253,27 @@ class WsTap:
         return self._collect(stream, self.frame)
 
 
-def server_host(conn: Any) -> str | None:
-    """The peer's host, for the ``server.address`` attribute (never the port: cardinality)."""
+def server_endpoint(conn: Any) -> tuple[str | None, int | None]:
+    """The peer's host and port, for ``server.address`` and ``server.port`` (the port is
+    capped with the address in the telemetry)."""
     try:
         address = conn.remote_address
         if isinstance(address, tuple) and address:
-            return str(address[0])
+            port = address[1] if len(address) > 1 and isinstance(address[1], int) else None
+            return str(address[0]), port
     except Exception:
         pass
-    return None
+    return None, None
 
 
 def instrument_connection(conn: Any, options: Options, *, integration: str = "websockets") -> WsTap:
     """Tap one open connection: a new stream channel, labelled with ``integration``."""
+    host, port = server_endpoint(conn)
     channel = Channel(
         transport="websocket",
         integration=integration,
-        server_address=server_host(conn),
+        server_address=host,
+        server_port=port,
         options=options,
     )
     return WsTap(conn, channel, repair=options.repair).install()

@@ -49,10 +49,10 @@ import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from pairwatch.integrations._kit.exchange import ACTIVE
 from pairwatch.integrations._kit.patch import Patches, Wrapper
+from pairwatch.integrations._kit.request import endpoint_of
 from pairwatch.integrations.mcp.follow import REQUEST
 from pairwatch.runtime import guard
 
@@ -75,7 +75,7 @@ RAW_ATTRIBUTE = "_pairwatch_raw"
 class Raw:
     """One message's text as the transport received it, and where it came from."""
 
-    __slots__ = ("address", "data", "process", "session_id", "taken", "transport")
+    __slots__ = ("address", "data", "port", "process", "session_id", "taken", "transport")
 
     def __init__(
         self,
@@ -84,10 +84,12 @@ class Raw:
         address: str | None,
         process: object = None,
         session_id: str | None = None,
+        port: int | None = None,
     ) -> None:
         self.transport = transport
         self.data = data
         self.address = address
+        self.port = port
         self.process = process  # stdio: the server process the line came from
         self.session_id = session_id  # streamable HTTP: the session the server assigned
         self.taken = False
@@ -98,10 +100,11 @@ class Source:
     host name, the transport, and whether the connection broke under it (the SDK swallows a
     broken SSE stream and resolves the request with the same error as a stream that ended)."""
 
-    __slots__ = ("address", "broken", "transport")
+    __slots__ = ("address", "broken", "port", "transport")
 
-    def __init__(self, address: str | None, transport: object) -> None:
+    def __init__(self, address: str | None, transport: object, port: int | None = None) -> None:
         self.address = address
+        self.port = port
         self.transport = transport
         self.broken = False
 
@@ -170,7 +173,7 @@ class _AdapterTap:
             else:
                 session_id = getattr(source.transport, "session_id", None)
                 session_id = session_id if isinstance(session_id, str) else None
-                _RAW.set(Raw(self._transport, data, source.address, None, session_id))
+                _RAW.set(Raw(self._transport, data, source.address, None, session_id, source.port))
         return self._inner.validate_json(data, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -223,8 +226,8 @@ async def _with_address(
     token = wire = None
     with contextlib.suppress(Exception):
         wire = _WIRE.set(True)
-        address = urlsplit(str(getattr(instance, "url", ""))).hostname
-        token = _SOURCE.set(Source(address, instance))
+        address, port = endpoint_of(str(getattr(instance, "url", "")))
+        token = _SOURCE.set(Source(address, instance, port))
         request = REQUEST.get()  # the POST task runs in a copy of the caller's context
         if request is not None:
             request.transport = instance

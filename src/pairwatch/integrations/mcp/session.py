@@ -126,6 +126,7 @@ class _Session:
         self.transport = transport
         self.on_end: list[Callable[[], None]] = []  # run once the read stream has ended
         self.address: str | None = None
+        self.port: int | None = None
         self.requests: dict[SdkKey, Batch] = {}
         # Requests sent with a resumption token: their reply is an earlier request's, replayed
         # on a GET stream under that request's id, which the SDK maps onto this one's.
@@ -280,9 +281,12 @@ class _Session:
 
     def _label(self, raw: mcp_raw.Raw) -> None:
         address = raw.address or self.address
-        if raw.transport != self.transport or address != self.address:
-            self.transport, self.address = raw.transport, address
-            self.channel.relabel(raw.transport, integration="mcp", server_address=address)
+        port = raw.port if raw.address else self.port
+        if raw.transport != self.transport or address != self.address or port != self.port:
+            self.transport, self.address, self.port = raw.transport, address, port
+            self.channel.relabel(
+                raw.transport, integration="mcp", server_address=address, server_port=port
+            )
 
     def stream_ended(self) -> None:
         if self.exit_pending:

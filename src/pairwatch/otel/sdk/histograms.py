@@ -55,13 +55,13 @@ except Exception:  # pragma: no cover - depends on the installed SDK
     _AVAILABLE = False
 
 
-def _frozen_items(attributes: Mapping[str, str]) -> Any:
+def _frozen_items(attributes: Mapping[str, str | int]) -> Any:
     return frozenset(attributes.items())
 
 
 # How a view's match keys an attribute set: recent SDKs hash it, older ones (1.30) key it by
 # the frozenset of its items.
-_key_of: Callable[[Mapping[str, str]], Any] = _frozen_items
+_key_of: Callable[[Mapping[str, str | int]], Any] = _frozen_items
 try:
     from opentelemetry.sdk.metrics._internal._view_instrument_match import _hash_attributes
 
@@ -99,12 +99,15 @@ class HistogramWriter:
             return True
         return False
 
-    def record_many(self, values: Sequence[float], attributes: Mapping[str, str]) -> None:
+    def record_many(self, values: Sequence[float], attributes: Mapping[str, str | int]) -> None:
         """Record every value with the same attributes; identical to a ``record`` loop."""
         self.record_runs(runs_of(values), attributes)
 
     def record_runs(
-        self, runs: Sequence[Run], attributes: Mapping[str, str], context: Context | None = None
+        self,
+        runs: Sequence[Run],
+        attributes: Mapping[str, str | int],
+        context: Context | None = None,
     ) -> None:
         """Record each ``(value, count)`` run in order: ``count`` records of ``value``.
 
@@ -129,7 +132,9 @@ class HistogramWriter:
             for _ in range(count):
                 record(value, attributes, context)
 
-    def _fast(self, runs: Sequence[Run], attributes: Mapping[str, str], context: Context) -> bool:
+    def _fast(
+        self, runs: Sequence[Run], attributes: Mapping[str, str | int], context: Context
+    ) -> bool:
         h: Any = self._sdk
         enabled = getattr(h, "_is_enabled", None)  # absent before meters could be disabled
         if enabled is not None and not enabled():
@@ -200,7 +205,7 @@ def _offer(
         aggregation._sample_exemplar(Measurement(value, now, histogram, ctx, attributes), True)
 
 
-def _filtered(match: Any, attributes: Mapping[str, str]) -> tuple[Any, dict[str, str]]:
+def _filtered(match: Any, attributes: Mapping[str, str | int]) -> tuple[Any, dict[str, str | int]]:
     attrs = dict(attributes)
     keys = match._view._attribute_keys
     if keys is not None:
@@ -208,7 +213,7 @@ def _filtered(match: Any, attributes: Mapping[str, str]) -> tuple[Any, dict[str,
     return _key_of(attrs), attrs
 
 
-def _aggregation(match: Any, attributes: Mapping[str, str]) -> Any:
+def _aggregation(match: Any, attributes: Mapping[str, str | int]) -> Any:
     """The attribute set's aggregation (created as the SDK would), if it is ours to touch."""
     key, attrs = _filtered(match, attributes)
     aggregation = match._attributes_aggregation.get(key)
@@ -221,7 +226,7 @@ def _aggregation(match: Any, attributes: Mapping[str, str]) -> Any:
     return aggregation if type(aggregation) is _ExplicitBucketHistogramAggregation else None
 
 
-def _aggregation_locked(match: Any, attributes: Mapping[str, str]) -> Any:
+def _aggregation_locked(match: Any, attributes: Mapping[str, str | int]) -> Any:
     key, attrs = _filtered(match, attributes)
     return match._get_or_create_aggregation(key, attrs)
 
