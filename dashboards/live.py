@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RULE_FILES: tuple[Path, ...] = (
     REPO_ROOT / "dashboards" / "rules" / "pairwatch-recording.yaml",
+    REPO_ROOT / "dashboards" / "rules" / "pairwatch-slo.yaml",
     REPO_ROOT / "dashboards" / "rules" / "pairwatch-alerts.yaml",
 )
 HOST = "127.0.0.1"
