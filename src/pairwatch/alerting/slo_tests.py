@@ -20,6 +20,7 @@ from pairwatch.alerting.rules import (
     BURN_MIN_ERRORS,
     DEFAULT,
     SLO_SIDES,
+    TRANSIT_MIN_SHARE,
     Config,
     burn_rule,
     quiet_rule,
@@ -93,6 +94,14 @@ def _fmt(x: float) -> str:
 def traffic_scenarios(cfg: Config) -> tuple[list[Job], dict[int, list[Expect]]]:
     """90 minutes of six jobs: what pages, with which blame, and what must not."""
     budget = cfg.budget
+
+    def share(factor: float) -> float:
+        """``factor`` times the budget, at most half the requests (low objectives)."""
+        return min(factor * budget, 0.5)
+
+    lossy_share, six_share, dup_share = share(20), share(8), share(20)
+    # at least 10x the budget, and twice the transit alert's own minimum share
+    edge_share = min(max(10 * budget, 2 * TRANSIT_MIN_SHARE), 0.5)
     per_min = 6000  # requests a minute on the busy jobs (100/s)
     jobs: list[Job] = []
 
@@ -144,27 +153,27 @@ def traffic_scenarios(cfg: Config) -> tuple[list[Job], dict[int, list[Expect]]]:
     lossy_per_min = 5220  # 87/s: 167,040 requests in the 32 minutes to the first check
     lossy = Job(
         "lossy",
-        f"{percent_text(20 * budget)} of {lossy_per_min * 32:,} requests time out in 32 "
+        f"{percent_text(lossy_share)} of {lossy_per_min * 32:,} requests time out in 32 "
         "minutes (20x the budget): the fast burn pages the server-or-network side",
     )
     lossy.add("batch_requests_total", f"0+{lossy_per_min}x90")
-    lossy.add("batch_pair_latency_seconds_count", f"0+{_fmt(lossy_per_min * (1 - 20 * budget))}x90")
+    lossy.add("batch_pair_latency_seconds_count", f"0+{_fmt(lossy_per_min * (1 - lossy_share))}x90")
     lossy.add(
         "batch_missing_response_total",
-        f"0+{_fmt(lossy_per_min * 20 * budget)}x90",
+        f"0+{_fmt(lossy_per_min * lossy_share)}x90",
         'rpc_method="eth_call", pairwatch_close_reason="timeout"',
     )
     jobs.append(lossy)
 
     six = Job(
         "burn6x",
-        f"{percent_text(8 * budget)} of requests dropped mid-stream for 40 minutes (8x the "
+        f"{percent_text(six_share)} of requests dropped mid-stream for 40 minutes (8x the "
         "budget: under 14.4x, over 6x): the 6h/30m page fires; 30 minutes after the fault "
         "stops the page resolves and the ticket stays",
     )
     six.add("batch_requests_total", f"0+{per_min}x90")
-    six.add("batch_pair_latency_seconds_count", f"0+{_fmt(per_min * (1 - 8 * budget))}x90")
-    lost = per_min * 8 * budget
+    six.add("batch_pair_latency_seconds_count", f"0+{_fmt(per_min * (1 - six_share))}x90")
+    lost = per_min * six_share
     six.add(
         "batch_missing_response_total",
         f"0+{_fmt(lost)}x40 {_fmt(lost * 40)}x50",
@@ -172,7 +181,7 @@ def traffic_scenarios(cfg: Config) -> tuple[list[Job], dict[int, list[Expect]]]:
     )
     jobs.append(six)
 
-    dup = round(per_min * 20 * budget)
+    dup = round(per_min * dup_share)
     client = Job(
         "client-bug",
         f"the client reuses {dup} ids a minute and the server answers each reused id once, so "
@@ -186,14 +195,15 @@ def traffic_scenarios(cfg: Config) -> tuple[list[Job], dict[int, list[Expect]]]:
         f"0+{dup}x90",
         'rpc_method="eth_call", pairwatch_close_reason="body_end"',
     )
+    dup_batches = min(dup, 375)  # of 750 batches of 8 a minute
     client.add(
         "batch_closed_total",
-        f"0+{750 - dup}x90",
+        f"0+{750 - dup_batches}x90",
         'pairwatch_diagnosis="ok", pairwatch_close_reason="body_end"',
     )
     client.add(
         "batch_closed_total",
-        f"0+{dup}x90",
+        f"0+{dup_batches}x90",
         'pairwatch_diagnosis="client_duplicate_ids", pairwatch_close_reason="body_end"',
     )
     client.add("batch_pair_latency_seconds_count", f"0+{per_min - dup}x90")
@@ -215,20 +225,21 @@ def traffic_scenarios(cfg: Config) -> tuple[list[Job], dict[int, list[Expect]]]:
     edge = Job(
         "edge",
         "client side of a server whose own books (job backend, server side) show every reply "
-        "sent; 1% of them never reach the client: lost in transit, the network's",
+        "sent; 10x the budget of them never reach the client: lost in transit, the network's",
         side="client",
     )
-    edge.add("batch_requests_total", "0+200x90")
-    edge.add("batch_pair_latency_seconds_count", "0+198x90")
+    edge_lost = per_min * edge_share  # 10x the budget: 1% at 99.9%
+    edge.add("batch_requests_total", f"0+{per_min}x90")
+    edge.add("batch_pair_latency_seconds_count", f"0+{_fmt(per_min - edge_lost)}x90")
     edge.add(
         "batch_missing_response_total",
-        "0+2x90",
+        f"0+{_fmt(edge_lost)}x90",
         'rpc_method="eth_call", pairwatch_close_reason="stream_dropped"',
     )
     jobs.append(edge)
     backend = Job("backend", "the server side of edge's server: nothing missing", side="server")
-    backend.add("batch_requests_total", "0+200x90")
-    backend.add("batch_pair_latency_seconds_count", "0+200x90")
+    backend.add("batch_requests_total", f"0+{per_min}x90")
+    backend.add("batch_pair_latency_seconds_count", f"0+{per_min}x90")
     backend.add(
         "batch_missing_response_total",
         "0x90",
@@ -352,6 +363,7 @@ def percent_text(share: float) -> str:
 
 def _records(cfg: Config) -> list[tuple[str, int, str, float]]:
     """Recording-rule values worth pinning: (expr, minute, labels left, value)."""
+    lossy, six = min(20 * cfg.budget, 0.5), min(8 * cfg.budget, 0.5)
     level = "job_server_side"
     target = 'server_address="rpc.example"'
     return [
@@ -364,9 +376,9 @@ def _records(cfg: Config) -> list[tuple[str, int, str, float]]:
         (f'{level}_blame:pairwatch_slo_errors:rate5m{{job="client-bug"}}', 32,
          f'blame="server", job="client-bug", {target}', 0.0),
         (f'{level}_blame:pairwatch_slo_errors:ratio_rate1h{{job="lossy"}}', 32,
-         f'blame="server_or_network", job="lossy", {target}', 20 * cfg.budget),
+         f'blame="server_or_network", job="lossy", {target}', lossy),
         (f'{level}:pairwatch_slo_errors:ratio_rate6h{{job="burn6x"}}', 32,
-         f'job="burn6x", {target}', 8 * cfg.budget),
+         f'job="burn6x", {target}', six),
     ]  # fmt: skip
 
 
