@@ -10,7 +10,8 @@ Writes, under --output-dir (default: this folder):
     rules/pairwatch-slo.yaml                    the SLO recording rules the burn-rate alerts read
     alertmanager/pairwatch-inhibit.yaml         the Alertmanager inhibit rules
     rules/tests/pairwatch-thresholds.test.yaml  promtool tests at every threshold -1/+1
-    rules/tests/pairwatch-slo.test.yaml         promtool tests of the SLO, liveness and blame
+    rules/tests/pairwatch-slo.test.yaml         promtool tests of the SLO and blame
+    rules/tests/pairwatch-liveness.test.yaml    promtool tests of the liveness alerts
 
 The rules themselves are rendered by the package (pairwatch.alerting), which is also what
 `pairwatch dashboards export` runs for an operator's own selector, grouping and objective;
@@ -64,6 +65,7 @@ INHIBIT_FILE = Path("alertmanager/pairwatch-inhibit.yaml")
 THRESHOLD_TESTS_FILE = Path("rules/tests/pairwatch-thresholds.test.yaml")
 SLO_FILE = Path("rules/pairwatch-slo.yaml")
 SLO_TESTS_FILE = Path("rules/tests/pairwatch-slo.test.yaml")
+LIVENESS_TESTS_FILE = Path("rules/tests/pairwatch-liveness.test.yaml")
 
 # Firing pairwatch alerts drawn on every time series panel, for the selected targets.
 ALERT_ANNOTATION_EXPR = (
@@ -215,6 +217,7 @@ def outputs(runbook: str) -> dict[Path, Callable[[], str]]:
         INHIBIT_FILE: alert_yaml.render_inhibit,
         THRESHOLD_TESTS_FILE: rule_tests.render,
         SLO_TESTS_FILE: slo_tests.render,
+        LIVENESS_TESTS_FILE: slo_tests.render_liveness,
     }
 
 

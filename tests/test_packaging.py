@@ -77,6 +77,7 @@ RENDERED = {
     "alertmanager/pairwatch-inhibit.yaml",
     "rules/tests/pairwatch-thresholds.test.yaml",
     "rules/tests/pairwatch-slo.test.yaml",
+    "rules/tests/pairwatch-liveness.test.yaml",
 }
 
 

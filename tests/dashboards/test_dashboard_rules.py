@@ -431,3 +431,64 @@ def test_inhibit_rules(yaml_module: Any) -> None:
     # No rule holds back an alert of another side: equal always keeps blame or the job.
     for rule in doc["inhibit_rules"][1:]:
         assert "blame" in rule["equal"] or rule["equal"] == ["job"], rule
+
+
+def test_runbook_blame_tables_are_blame_py() -> None:
+    """The runbook's two blame tables say what src/pairwatch/alerting/blame.py says."""
+    from pairwatch.alerting import blame
+
+    rows = dict(re.findall(r"^\| `(\w+)` \| `(\w+)` \|", RUNBOOK.read_text("utf-8"), re.M))
+    assert {k: v for k, v in rows.items() if k in blame.BY_CLOSE_REASON} == blame.BY_CLOSE_REASON
+    assert {k: v for k, v in rows.items() if k in blame.BY_DIAGNOSIS} == blame.BY_DIAGNOSIS
+    assert set(rows) == set(blame.BY_CLOSE_REASON) | set(blame.BY_DIAGNOSIS)
+
+
+def _slo_tests_against(
+    promtool: str,
+    tmp_path: Path,
+    *,
+    alerts: str | None = None,
+    slo: str | None = None,
+    tests: str = "pairwatch-slo.test.yaml",
+) -> subprocess.CompletedProcess[str]:
+    """promtool's run of committed generated tests against other alert or SLO rule files."""
+    tmp_path.mkdir(exist_ok=True)
+    for name, text in (("pairwatch-alerts.yaml", alerts), ("pairwatch-slo.yaml", slo)):
+        source = (RULES_DIR / name).read_text(encoding="utf-8")
+        (tmp_path / name).write_text(text if text is not None else source, encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    test = tmp_path / "tests" / tests
+    test.write_text((RULES_DIR / "tests" / test.name).read_text(encoding="utf-8"), "utf-8")
+    return run([promtool, "test", "rules", str(test)])
+
+
+def test_slo_tests_fail_when_a_client_bug_spends_the_server_budget(
+    promtool: str, tmp_path: Path
+) -> None:
+    """Without the duplicate ids taken off, the client's reused ids page the server."""
+    slo = (RULES_DIR / "pairwatch-slo.yaml").read_text(encoding="utf-8")
+    assert "batch_duplicate_id_total" in slo
+    result = _slo_tests_against(
+        promtool, tmp_path, slo=slo.replace("batch_duplicate_id_total", "no_such_series_total")
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert 'alertname="PairwatchServerOmitsRepliesFastBurn"' in out
+    assert 'job="client-bug"' in out
+
+
+def test_slo_tests_fail_when_the_objective_or_the_alert_set_moves(
+    promtool: str, tmp_path: Path
+) -> None:
+    import alert_yaml
+
+    looser = alert_yaml.render(alert_yaml.Config(objective=0.99))
+    result = _slo_tests_against(promtool, tmp_path / "objective", alerts=looser)
+    assert result.returncode != 0
+    assert 'job="burn6x"' in result.stdout + result.stderr
+    no_scrape = alert_yaml.render(alert_yaml.Config(scrape_alert=False))
+    result = _slo_tests_against(
+        promtool, tmp_path / "scrape", alerts=no_scrape, tests="pairwatch-liveness.test.yaml"
+    )
+    assert result.returncode != 0
+    assert "PairwatchScrapeDown" in result.stdout + result.stderr

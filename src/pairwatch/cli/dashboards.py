@@ -55,6 +55,7 @@ def generated(cfg: Config) -> dict[tuple[str, ...], str]:
         ("alertmanager", "pairwatch-inhibit.yaml"): render.render_inhibit(cfg),
         ("rules", "tests", "pairwatch-thresholds.test.yaml"): threshold_tests.render(),
         ("rules", "tests", "pairwatch-slo.test.yaml"): slo_tests.render(cfg),
+        ("rules", "tests", "pairwatch-liveness.test.yaml"): slo_tests.render_liveness(cfg),
     }
 
 
