@@ -1,6 +1,6 @@
 """promtool unit tests at every count-and-share alert threshold minus one and plus one.
 
-Why generated: a threshold is stated once (alerts.py), and the runbook, the rule and this test
+Why generated: a threshold is stated once (rules.py), and the runbook, the rule and this test
 must follow it when it changes (the burn-rate and liveness alerts are tested by
 slo_tests.py instead). What proves behaviour is still promtool: it evaluates the real
 rule file over synthetic counters, so a wrong expression, a wrong comparison (`>` for `>=`)
