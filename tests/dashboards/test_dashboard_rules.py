@@ -130,7 +130,10 @@ def test_blame_is_stated_once() -> None:
 
     for a in alerts.DIAGNOSIS_ALERTS:
         assert EXPECTED_ALERTS[a.name][1] == blame.BY_DIAGNOSIS[a.diagnosis]
-    reasons = {r for rs in MISSING_REASONS.values() for r in rs} | {"evicted", "closed"}
+    # every reason a missing reply is zeroed with, pairwatch's own, and the two that only
+    # the server middleware and the MCP integration give (docs/metrics.md)
+    reasons = {r for rs in MISSING_REASONS.values() for r in rs}
+    reasons |= {"evicted", "closed", "app_error", "client_resolved"}
     assert reasons == set(blame.BY_CLOSE_REASON)
     assert set(blame.BY_CLOSE_REASON.values()) <= set(blame.BLAMES)
 

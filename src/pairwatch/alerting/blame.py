@@ -26,6 +26,9 @@ BLAMES: Final = (CLIENT, SERVER, NETWORK, SERVER_OR_NETWORK, NONE)
 BY_CLOSE_REASON: Final[dict[str, str]] = {
     "body_end": SERVER,  # the reply body ended without these ids: the server left them out
     "stream_end": SERVER,  # the stream or session ended in order with ids pending
+    "app_error": SERVER,  # server side only: the application raised before it answered
+    # MCP: the SDK handed the caller a reply pairwatch could not pair (an id it coerced)
+    "client_resolved": SERVER,
     "stream_dropped": SERVER_OR_NETWORK,  # the connection broke or the server process died
     "timeout": SERVER_OR_NETWORK,  # a hung (or slow) server, or packets that never came
     # a refused or reset connection, and also a server that accepts and never answers
