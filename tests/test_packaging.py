@@ -305,3 +305,32 @@ def test_a_pip_user_exports_the_dashboards_from_the_installed_wheel(wheel, tmp_p
     assert done.returncode == 0, done.stderr
     assert set(exported(target)) == set(shipped_files())
     promtool_checks(target)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--no-runbook-links", "--group-by", "cluster,name-space"],
+            "--group-by 'name-space' is not a Prometheus label name",
+        ),
+        (
+            ["--no-runbook-links", "--dashboard-url", "grafana/d/x"],
+            "--dashboard-url 'grafana/d/x' is not an http(s) URL",
+        ),
+    ],
+)
+def test_a_bad_export_flag_is_one_line(tmp_path, flags, message):
+    done = run("dashboards", "export", str(tmp_path), *flags)
+    assert done.returncode == 2
+    assert done.stderr == f"pairwatch dashboards: error: {message}\n"
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_objective_outside_the_tested_range_is_refused(tmp_path):
+    done = run("dashboards", "export", str(tmp_path), "--no-runbook-links", "--objective", "100")
+    assert done.returncode == 2
+    assert "--objective" in done.stderr
+    assert "must be at most 99.99" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not any(tmp_path.iterdir())
