@@ -67,10 +67,11 @@ SLO_FILE = Path("rules/pairwatch-slo.yaml")
 SLO_TESTS_FILE = Path("rules/tests/pairwatch-slo.test.yaml")
 LIVENESS_TESTS_FILE = Path("rules/tests/pairwatch-liveness.test.yaml")
 
-# Firing pairwatch alerts drawn on every time series panel, for the selected targets.
+# Firing pairwatch alerts drawn on every time series panel, for the selected targets. Alerts
+# carry no transport (one page per fault), so the transport variable does not filter them.
 ALERT_ANNOTATION_EXPR = (
     'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", '
-    'pairwatch_transport=~"$transport", server_address=~"$server"}'
+    'server_address=~"$server"}'
 )
 
 
@@ -200,8 +201,8 @@ def render_dashboard(runbook: str = DEFAULT_RUNBOOK_URL) -> str:
                 {
                     "step": "30s",
                     "titleFormat": "{{alertname}} ({{severity}})",
-                    "textFormat": "{{job}} / {{pairwatch_transport}} / {{server_address}}",
-                    "tagKeys": "severity,job,pairwatch_transport,server_address",
+                    "textFormat": "{{job}} / {{server_address}} / blame {{blame}}",
+                    "tagKeys": "severity,blame,job,server_address",
                     "useValueForTime": False,
                 }
             )
