@@ -82,6 +82,14 @@ EXPECTED: dict[str, set[tuple[str, str, str]]] = {
     },
     "quiet": {("PairwatchServerAnswersNothing", "server", "server-team")},
 }
+# job -> what else may reach a receiver by the time the expected alerts have, depending on
+# the demo's random draws and timing (each with the right blame and receiver).
+MAY_ALSO: dict[str, set[tuple[str, str, str]]] = {
+    # 3% of batches drop one reply of 8: 3.75x the budget, over the slow burn's 3x
+    "server-faults": {("PairwatchServerOmitsRepliesSlowBurn", "server", "server-team")},
+    # the replies come, after the timeout: late, the server's
+    "hang": {("PairwatchLateResponses", "server", "server-team")},
+}
 # job -> the blames an alert of that job may ever carry (from Prometheus's ALERTS history).
 ALLOWED_BLAMES: dict[str, set[str]] = {
     "healthy": set(),
@@ -186,8 +194,9 @@ def test_each_fault_pages_the_side_it_blames(
         return all(want <= found.get(job, set()) for job, want in EXPECTED.items())
 
     found = wait_for(lambda: delivered(alertmanager), complete, ALERT_TIMEOUT)
-    for job, want in EXPECTED.items():
-        assert want <= found.get(job, set()), (job, found.get(job))
+    for job in DEMOS:
+        want = EXPECTED.get(job, set())
+        assert want <= found.get(job, set()) <= want | MAY_ALSO.get(job, set()), (job, found)
     # One fault, one page: of each job's critical alerts, only the most specific reaches a
     # receiver (the burn rates are held back by "answers nothing").
     for job in ("drop-all", "hang", "quiet"):
