@@ -70,8 +70,7 @@ LIVENESS_TESTS_FILE = Path("rules/tests/pairwatch-liveness.test.yaml")
 # Firing pairwatch alerts drawn on every time series panel, for the selected targets. Alerts
 # carry no transport (one page per fault), so the transport variable does not filter them.
 ALERT_ANNOTATION_EXPR = (
-    'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", '
-    'server_address=~"$server"}'
+    'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", server_address=~"$server"}'
 )
 
 
