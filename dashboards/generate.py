@@ -6,9 +6,16 @@
 
 Writes, under --output-dir (default: this folder):
     pairwatch.json                              the Grafana dashboard
-    rules/pairwatch-alerts.yaml                 the alert rules (dashboards/alerts.py)
+    rules/pairwatch-alerts.yaml                 the alert rules (src/pairwatch/alerting/rules.py)
+    rules/pairwatch-slo.yaml                    the SLO recording rules the burn-rate alerts read
     alertmanager/pairwatch-inhibit.yaml         the Alertmanager inhibit rules
     rules/tests/pairwatch-thresholds.test.yaml  promtool tests at every threshold -1/+1
+    rules/tests/pairwatch-slo.test.yaml         promtool tests of the SLO and blame
+    rules/tests/pairwatch-liveness.test.yaml    promtool tests of the liveness alerts
+
+The rules themselves are rendered by the package (pairwatch.alerting), which is also what
+`pairwatch dashboards export` runs for an operator's own selector, grouping and objective;
+this script writes the committed copy with the defaults.
 
 `--runbook-url BASE` sets where every alert's runbook_url and every panel's "Runbook" link
 point: BASE + "#" + the section anchor. BASE is the URL of dashboards/runbook.md wherever it
@@ -45,6 +52,8 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from panel_kit import DATASOURCE
 from promql import SEL, TARGET_SEL
 
+from pairwatch.alerting import slo_tests
+
 HERE = Path(__file__).resolve().parent
 DASHBOARD_UID = "pairwatch"
 DEFAULT_RUNBOOK_URL = alerts.DEFAULT_RUNBOOK_URL
@@ -54,11 +63,14 @@ DASHBOARD_FILE = Path("pairwatch.json")
 ALERTS_FILE = Path("rules/pairwatch-alerts.yaml")
 INHIBIT_FILE = Path("alertmanager/pairwatch-inhibit.yaml")
 THRESHOLD_TESTS_FILE = Path("rules/tests/pairwatch-thresholds.test.yaml")
+SLO_FILE = Path("rules/pairwatch-slo.yaml")
+SLO_TESTS_FILE = Path("rules/tests/pairwatch-slo.test.yaml")
+LIVENESS_TESTS_FILE = Path("rules/tests/pairwatch-liveness.test.yaml")
 
-# Firing pairwatch alerts drawn on every time series panel, for the selected targets.
+# Firing pairwatch alerts drawn on every time series panel, for the selected targets. Alerts
+# carry no transport (one page per fault), so the transport variable does not filter them.
 ALERT_ANNOTATION_EXPR = (
-    'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", '
-    'pairwatch_transport=~"$transport", server_address=~"$server"}'
+    'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", server_address=~"$server"}'
 )
 
 
@@ -188,8 +200,8 @@ def render_dashboard(runbook: str = DEFAULT_RUNBOOK_URL) -> str:
                 {
                     "step": "30s",
                     "titleFormat": "{{alertname}} ({{severity}})",
-                    "textFormat": "{{job}} / {{pairwatch_transport}} / {{server_address}}",
-                    "tagKeys": "severity,job,pairwatch_transport,server_address",
+                    "textFormat": "{{job}} / {{server_address}} / blame {{blame}}",
+                    "tagKeys": "severity,blame,job,server_address",
                     "useValueForTime": False,
                 }
             )
@@ -200,9 +212,12 @@ def outputs(runbook: str) -> dict[Path, Callable[[], str]]:
     """Every generated file (relative to the output directory) and how to make its text."""
     return {
         DASHBOARD_FILE: lambda: render_dashboard(runbook),
-        ALERTS_FILE: lambda: alert_yaml.render(runbook),
+        ALERTS_FILE: lambda: alert_yaml.render(alerts.Config(runbook_url=runbook)),
+        SLO_FILE: alert_yaml.render_slo,
         INHIBIT_FILE: alert_yaml.render_inhibit,
         THRESHOLD_TESTS_FILE: rule_tests.render,
+        SLO_TESTS_FILE: slo_tests.render,
+        LIVENESS_TESTS_FILE: slo_tests.render_liveness,
     }
 
 

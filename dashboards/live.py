@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RULE_FILES: tuple[Path, ...] = (
     REPO_ROOT / "dashboards" / "rules" / "pairwatch-recording.yaml",
+    REPO_ROOT / "dashboards" / "rules" / "pairwatch-slo.yaml",
     REPO_ROOT / "dashboards" / "rules" / "pairwatch-alerts.yaml",
 )
 HOST = "127.0.0.1"
@@ -104,6 +105,7 @@ def start_demo(
     rate: float | None = None,
     seed: int = 1,
     timeout: float = 30.0,
+    extra: Sequence[str] = (),
 ) -> Demo:
     """Start `python -m pairwatch.cli demo` until stopped, metrics on a free 127.0.0.1 port.
 
@@ -123,6 +125,7 @@ def start_demo(
         command += ["--client-bug", str(client_bug)]
     if rate is not None:
         command += ["--rate", str(rate)]
+    command += list(extra)  # e.g. --batch-size 1, --timeout 0.5
     # Run the pairwatch of this checkout even when it is not the installed one.
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -168,6 +171,7 @@ def start_prometheus(
     rule_files: Sequence[Path] = RULE_FILES,
     interval: str = "1s",
     timeout: float = 20.0,
+    alertmanager: str | None = None,
 ) -> PrometheusServer:
     """Start a real Prometheus on 127.0.0.1 scraping `jobs` (job name -> host:port targets)
     every `interval`, with `rule_files` (the repository's, by default) evaluated as often.
@@ -184,6 +188,8 @@ def start_prometheus(
             for job, targets in jobs.items()
         ],
     }
+    if alertmanager is not None:  # host:port of an Alertmanager to send alerts to
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
     config_file = workdir / "prometheus.yml"
     config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")  # JSON is YAML
     log = workdir / "prometheus.log"
@@ -212,4 +218,61 @@ def start_prometheus(
     if not wait_for(ready, bool, timeout) or process.poll() is not None:
         server.stop()
         raise RuntimeError(f"prometheus did not start: {log.read_text(errors='replace')[-2000:]}")
+    return server
+
+
+# --- Alertmanager -------------------------------------------------------------------------
+
+
+@dataclass
+class AlertmanagerServer:
+    """An Alertmanager process and its host:port."""
+
+    target: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.target}"
+
+    def stop(self) -> None:
+        _stop(self.process)
+
+
+def start_alertmanager(
+    binary: str, workdir: Path, config_text: str, *, timeout: float = 20.0
+) -> AlertmanagerServer:
+    """Start a real Alertmanager on 127.0.0.1 with `config_text` as alertmanager.yml (no
+    cluster, no notifications leave the machine: receivers without integrations)."""
+    config = workdir / "alertmanager.yml"
+    config.write_text(config_text, encoding="utf-8")
+    target = f"{HOST}:{free_port()}"
+    log = workdir / "alertmanager.log"
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.path={workdir / 'am-data'}",
+                f"--web.listen-address={target}",
+                "--cluster.listen-address=",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    server = AlertmanagerServer(target, process, log)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            return True
+        try:
+            with urllib.request.urlopen(f"{server.base_url}/-/ready", timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    if not wait_for(ready, bool, timeout) or process.poll() is not None:
+        server.stop()
+        raise RuntimeError(f"alertmanager did not start: {log.read_text(errors='replace')[-2000:]}")
     return server

@@ -135,10 +135,12 @@ def missing_share(panel_id: int, runbook: str) -> ts_b.Panel:
             panel_id,
             "Missing responses: share of requests",
             "Requests still pending when their batch closed, over requests sent, per job / "
-            "transport / server / side (the alert's grouping). The dashed line is "
-            f"PairwatchMissingResponses' {alerts.percent(alerts.MISSING_MIN_SHARE)}; the alert "
-            f"also needs {alerts.MISSING_MIN_COUNT} missing in {alerts.WINDOW}, so a quiet job "
-            "above the line with a handful of timeouts does not page.",
+            "transport / server / side. The dashed line is "
+            f"{alerts.percent(alerts.PAGE_BURNS[0].factor * alerts.DEFAULT.budget)}, "
+            f"{alerts.PAGE_BURNS[0].factor:g} times the budget of the default "
+            f"{alerts.percent(alerts.DEFAULT.objective)} objective: the fast-burn page fires "
+            f"where the share stays above it over both {alerts.PAGE_BURNS[0].long} and "
+            f"{alerts.PAGE_BURNS[0].short} (with at least {alerts.BURN_MIN_ERRORS} missing).",
             [
                 query(
                     f"sum by ({BY}) ({R_MISSING}{sel()}) / sum by ({BY}) ({R_REQUESTS}{sel()})",
@@ -149,9 +151,9 @@ def missing_share(panel_id: int, runbook: str) -> ts_b.Panel:
             unit="percentunit",
             width=8,
             runbook=runbook,
-            anchor="pairwatchmissingresponses",
+            anchor="missing-replies-an-availability-slo",
         ),
-        (alerts.MISSING_MIN_SHARE, "red"),
+        (alerts.PAGE_BURNS[0].factor * alerts.DEFAULT.budget, "red"),
     )
 
 
@@ -203,7 +205,7 @@ def missing_by_close_reason(panel_id: int, runbook: str) -> ts_b.Panel:
         unit="reqps",
         width=6,
         runbook=runbook,
-        anchor="pairwatchmissingresponses",
+        anchor="missing-replies-an-availability-slo",
         bars=True,
         stacked=True,
     )
@@ -225,6 +227,6 @@ def closed_by_close_reason(panel_id: int, runbook: str) -> ts_b.Panel:
         unit="ops",
         width=6,
         runbook=runbook,
-        anchor="pairwatchmissingresponses",
+        anchor="missing-replies-an-availability-slo",
         stacked=True,
     )

@@ -13,7 +13,7 @@ from grafana_foundation_sdk.builders import timeseries as ts_b
 from panel_kit import query, timeseries
 from promql import R_MISSING, SIDE_BY, sel
 
-ANCHOR = "lost-in-transit-client-against-server-dashboard-only"
+ANCHOR = "lost-in-transit-client-against-server"
 
 
 def missing_by_side(panel_id: int, runbook: str) -> ts_b.Panel:

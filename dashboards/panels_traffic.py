@@ -200,7 +200,7 @@ def missing_by_method(panel_id: int, runbook: str) -> ts_b.Panel:
         unit="reqps",
         width=8,
         runbook=runbook,
-        anchor="pairwatchmissingresponses",
+        anchor="missing-replies-an-availability-slo",
     )
 
 
@@ -278,5 +278,5 @@ def internal_errors(panel_id: int, runbook: str) -> ts_b.Panel:
         unit="ops",
         width=6,
         runbook=runbook,
-        anchor="pairwatch-internal-errors-dashboard-only",
+        anchor="pairwatch-internal-errors-panel",
     )

@@ -11,8 +11,8 @@ from __future__ import annotations
 # present on every series, so it can filter every panel.
 TARGET_SEL = 'job=~"$job", instance=~"$instance"'
 SEL = TARGET_SEL + ', pairwatch_transport=~"$transport", server_address=~"$server"'
-# The labels the alerts group by (dashboards/alerts.py): lines on the dashboard split the
-# same way, so a line and an alert name the same target.
+# The labels the recording rules keep: the alerts sum pairwatch_transport away as well (one
+# page per fault, src/pairwatch/alerting/rules.py); a line here names one transport of it.
 BY = "job, pairwatch_transport, server_address, pairwatch_side"
 
 # Recording rule names (dashboards/rules/pairwatch-recording.yaml).

@@ -16,6 +16,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import pytest
 from components import require
 
 import pairwatch
@@ -68,24 +69,96 @@ def run(*args: str, exe: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
 
 
+URL = "https://wiki.example.com/ops/pairwatch-runbook.md"
+# What the export renders from pairwatch.alerting instead of copying (the rest is copied).
+RENDERED = {
+    "rules/pairwatch-alerts.yaml",
+    "rules/pairwatch-slo.yaml",
+    "alertmanager/pairwatch-inhibit.yaml",
+    "rules/tests/pairwatch-thresholds.test.yaml",
+    "rules/tests/pairwatch-slo.test.yaml",
+    "rules/tests/pairwatch-liveness.test.yaml",
+}
+
+
 def test_export_from_a_checkout_writes_every_shipped_file_and_the_rules_pass_promtool(tmp_path):
     target = tmp_path / "monitoring"
-    done = run("dashboards", "export", str(target))
+    done = run("dashboards", "export", str(target), "--no-runbook-links")
     assert done.returncode == 0, done.stderr
     want = shipped_files()
     assert {
         "pairwatch.json",
         "runbook.md",
         "rules/pairwatch-alerts.yaml",
+        "rules/pairwatch-slo.yaml",
         "rules/pairwatch-recording.yaml",
     } <= set(want)
-    assert exported(target) == want
+    got = exported(target)
+    assert set(got) == set(want)
+    # Copied files are the committed ones; the committed rendered ones are the defaults'.
+    for name in set(want) - RENDERED - {"rules/tests/pairwatch-alerts.test.yaml"}:
+        assert got[name] == want[name], name
+    for name in RENDERED - {"rules/pairwatch-alerts.yaml"}:
+        assert got[name] == want[name], name
+    assert b'runbook_url: "' not in got["rules/pairwatch-alerts.yaml"]
     assert sorted(done.stdout.splitlines()) == sorted(str(target / name) for name in want)
     promtool_checks(target)
 
 
+def test_export_refuses_rules_without_runbook_links(tmp_path):
+    done = run("dashboards", "export", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr == (
+        "pairwatch dashboards: error: --runbook-url URL is required (where on-call people "
+        "open runbook.md; every alert links to it), or --no-runbook-links\n"
+    )
+    assert not any(tmp_path.iterdir())
+
+
+def test_export_renders_the_configuration(tmp_path):
+    """Selector, grouping labels, objective, dashboard link and the scrape alert switch reach
+    every rule; the exported rules and the tests that still apply pass promtool."""
+    target = tmp_path / "cfg"
+    done = run(
+        "dashboards", "export", str(target), "--runbook-url", URL,
+        "--dashboard-url", "https://grafana.example.com/d/pairwatch",
+        "--group-by", "cluster,namespace", "--objective", "99.5", "--no-scrape-alert",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "pairwatch-alerts.test.yaml not written" in done.stderr
+    alerts = (target / "rules" / "pairwatch-alerts.yaml").read_text()
+    slo = (target / "rules" / "pairwatch-slo.yaml").read_text()
+    assert "PairwatchScrapeDown" not in alerts
+    assert alerts.count('dashboard_url: "https://grafana.example.com/d/pairwatch"') == 17
+    assert alerts.count(f'runbook_url: "{URL}#') == 17
+    assert "sum by (cluster, namespace, job, server_address, pairwatch_side)" in alerts + slo
+    assert "(14.4 * 0.005)" in alerts
+    assert not (target / "rules" / "tests" / "pairwatch-alerts.test.yaml").exists()
+    promtool_checks(target)
+
+    narrow = tmp_path / "narrow"
+    done = run(
+        "dashboards", "export", str(narrow), "--runbook-url", URL, "--selector", 'job=~"api.*"'
+    )
+    assert done.returncode == 0, done.stderr
+    text = (narrow / "rules" / "pairwatch-alerts.yaml").read_text()
+    # every selector, and once in the header
+    assert text.count('job=~"api.*"') - 1 == text.count('pairwatch_integration!="audit"') > 20
+    assert not (narrow / "rules" / "tests").exists()
+    promtool_checks(narrow)
+
+
+def test_dashboard_url_is_pinned_in_the_shipped_rule_tests(tmp_path):
+    done = run(
+        "dashboards", "export", str(tmp_path), "--runbook-url", URL,
+        "--dashboard-url", "https://grafana.example.com/d/pairwatch",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    promtool_checks(tmp_path)  # the scenario tests expect the dashboard_url annotation too
+
+
 def test_runbook_url_points_every_alert_at_the_published_runbook(tmp_path):
-    url = "https://wiki.example.com/ops/pairwatch-runbook.md"
+    url = URL
     target = tmp_path / "out"
     done = run("dashboards", "export", str(target), "--runbook-url", url)
     assert done.returncode == 0, done.stderr
@@ -103,15 +176,15 @@ def test_runbook_url_points_every_alert_at_the_published_runbook(tmp_path):
 
 
 def test_export_refuses_to_overwrite_without_force(tmp_path):
-    assert run("dashboards", "export", str(tmp_path)).returncode == 0
+    assert run("dashboards", "export", str(tmp_path), "--runbook-url", URL).returncode == 0
     (tmp_path / "runbook.md").write_text("our own notes\n")
-    again = run("dashboards", "export", str(tmp_path))
+    again = run("dashboards", "export", str(tmp_path), "--runbook-url", URL)
     assert again.returncode == 2
     assert again.stderr == (
         f"pairwatch dashboards: error: {tmp_path / 'README.md'} exists (use --force to overwrite)\n"
     )
     assert (tmp_path / "runbook.md").read_text() == "our own notes\n"
-    forced = run("dashboards", "export", str(tmp_path), "--force")
+    forced = run("dashboards", "export", str(tmp_path), "--no-runbook-links", "--force")
     assert forced.returncode == 0, forced.stderr
     assert (tmp_path / "runbook.md").read_bytes() == (DASHBOARDS / "runbook.md").read_bytes()
 
@@ -205,7 +278,36 @@ def test_a_pip_user_exports_the_dashboards_from_the_installed_wheel(wheel, tmp_p
     version = run("--version", exe=exe)
     assert version.stdout == f"pairwatch {pairwatch.__version__}\n", version.stderr
     target = tmp_path / "monitoring"
-    done = run("dashboards", "export", str(target), exe=exe)
+    done = run("dashboards", "export", str(target), "--runbook-url", URL, exe=exe)
     assert done.returncode == 0, done.stderr
-    assert exported(target) == shipped_files()
+    assert set(exported(target)) == set(shipped_files())
     promtool_checks(target)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--no-runbook-links", "--group-by", "cluster,name-space"],
+            "--group-by 'name-space' is not a Prometheus label name",
+        ),
+        (
+            ["--no-runbook-links", "--dashboard-url", "grafana/d/x"],
+            "--dashboard-url 'grafana/d/x' is not an http(s) URL",
+        ),
+    ],
+)
+def test_a_bad_export_flag_is_one_line(tmp_path, flags, message):
+    done = run("dashboards", "export", str(tmp_path), *flags)
+    assert done.returncode == 2
+    assert done.stderr == f"pairwatch dashboards: error: {message}\n"
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_objective_outside_the_tested_range_is_refused(tmp_path):
+    done = run("dashboards", "export", str(tmp_path), "--no-runbook-links", "--objective", "100")
+    assert done.returncode == 2
+    assert "--objective" in done.stderr
+    assert "must be at most 99.99" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not any(tmp_path.iterdir())

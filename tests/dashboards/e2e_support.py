@@ -67,6 +67,6 @@ def alert_state(alerts: list[dict[str, Any]], name: str, **labels: str) -> str |
     """State of the first alert `name` carrying all of `labels`, or None if none is active."""
     for alert in alerts:
         have = alert["labels"]
-        if have["alertname"] == name and all(have.get(k) == v for k, v in labels.items()):
+        if have["alertname"] == name and all(have.get(k, "") == v for k, v in labels.items()):
             return str(alert["state"])
     return None

@@ -57,7 +57,8 @@ def alertmanager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             [amtool, "check-config", str(config)], capture_output=True, text=True, timeout=30
         )
         assert check.returncode == 0, check.stdout + check.stderr
-        assert "1 inhibit rules" in check.stdout
+        count = INHIBIT.read_text(encoding="utf-8").count("- source_matchers:")
+        assert f"{count} inhibit rules" in check.stdout
     port = free_port()
     log = workdir / "alertmanager.log"
     with log.open("wb") as log_file:
@@ -131,7 +132,7 @@ def _states(base: str) -> dict[tuple[str, str], list[str]]:
 
 
 def test_count_mismatch_is_folded_under_the_cause(alertmanager: str) -> None:
-    target = {"job": "app", "pairwatch_transport": "http"}
+    target = {"job": "app"}
     _post(
         alertmanager,
         [
@@ -145,10 +146,8 @@ def test_count_mismatch_is_folded_under_the_cause(alertmanager: str) -> None:
                 "PairwatchResponseCountMismatch", "info", **target, server_address="node.example"
             ),
             # stdio: no server_address on either alert; `equal` treats absent as equal.
-            _alert("PairwatchServerNullIds", "warning", job="app", pairwatch_transport="stdio"),
-            _alert(
-                "PairwatchResponseCountMismatch", "info", job="app", pairwatch_transport="stdio"
-            ),
+            _alert("PairwatchServerNullIds", "warning", job="app"),
+            _alert("PairwatchResponseCountMismatch", "info", job="app"),
         ],
     )
     states = wait_for(
@@ -166,8 +165,8 @@ def test_count_mismatch_is_folded_under_the_cause(alertmanager: str) -> None:
 
 def test_side_keeps_client_and_server_counts_apart(alertmanager: str) -> None:
     """A cause counted on the server side does not hold back a mismatch counted on the
-    client side (the planned pairwatch_side label is in `equal`)."""
-    target = {"job": "gw", "pairwatch_transport": "websocket", "server_address": "side.example"}
+    client side (pairwatch_side is in `equal`)."""
+    target = {"job": "gw", "server_address": "side.example"}
     _post(
         alertmanager,
         [
@@ -181,3 +180,46 @@ def test_side_keeps_client_and_server_counts_apart(alertmanager: str) -> None:
         20.0,
     )
     assert states[("PairwatchResponseCountMismatch", "side.example")] == [], states
+
+
+def test_one_fault_one_notification(alertmanager: str) -> None:
+    """A fast burn holds back the slow burn of its side and target, not another side's; a
+    failing scrape holds back the absence of its job, not another job's."""
+    target = {"job": "slo", "server_address": "burn.example"}
+    _post(
+        alertmanager,
+        [
+            _alert("PairwatchServerOmitsRepliesFastBurn", "critical", **target, blame="server"),
+            _alert("PairwatchServerOmitsRepliesSlowBurn", "warning", **target, blame="server"),
+            _alert(
+                "PairwatchServerOrNetworkLosesRepliesSlowBurn",
+                "warning",
+                **target,
+                blame="server_or_network",
+            ),
+            _alert("PairwatchScrapeDown", "warning", job="dead", instance="h:1", blame="none"),
+            _alert("PairwatchJobAbsent", "warning", job="dead", blame="none"),
+            _alert("PairwatchJobAbsent", "warning", job="other", blame="none"),
+        ],
+    )
+
+    def by_job(base: str) -> dict[tuple[str, str], list[str]]:
+        with urllib.request.urlopen(f"{base}/api/v2/alerts", timeout=10) as response:
+            body = json.load(response)
+        return {
+            (a["labels"]["alertname"], a["labels"]["job"]): a["status"]["inhibitedBy"]
+            for a in body
+            if a["labels"]["job"] in ("slo", "dead", "other")
+        }
+
+    states = wait_for(
+        lambda: by_job(alertmanager),
+        lambda s: len(s) >= 6 and bool(s.get(("PairwatchJobAbsent", "dead"))),
+        20.0,
+    )
+    assert states[("PairwatchServerOmitsRepliesSlowBurn", "slo")], states
+    assert states[("PairwatchServerOrNetworkLosesRepliesSlowBurn", "slo")] == [], states
+    assert states[("PairwatchServerOmitsRepliesFastBurn", "slo")] == [], states
+    assert states[("PairwatchJobAbsent", "dead")], states
+    assert states[("PairwatchJobAbsent", "other")] == [], states
+    assert states[("PairwatchScrapeDown", "dead")] == [], states

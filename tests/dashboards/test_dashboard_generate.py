@@ -64,7 +64,9 @@ def test_runbook_url_moves_every_link(grafana_sdk: None, tmp_path: Path) -> None
     assert generate(tmp_path, "--runbook-url", base).returncode == 0
     rules = (tmp_path / "rules" / "pairwatch-alerts.yaml").read_text(encoding="utf-8")
     urls = re.findall(r'runbook_url: "([^"]*)"', rules)
-    assert len(urls) == 8
+    from pairwatch.alerting.rules import all_rules
+
+    assert len(urls) == len(all_rules()) == 18
     assert all(u.startswith(base + "#pairwatch") for u in urls)
     board = json.loads((tmp_path / "pairwatch.json").read_text(encoding="utf-8"))
     links = [link["url"] for p in board["panels"] for link in p.get("links", [])]

@@ -200,37 +200,39 @@ def test_helper_reports_queries_without_data(fake_prometheus: PrometheusServer) 
 
 
 def test_each_diagnosis_raises_its_own_alert(fake_prometheus: PrometheusServer) -> None:
-    """One diagnosis per transport: each raises its alert and not the others'."""
+    """One diagnosis per transport (and server): each raises its alert and not the others'.
+    Alerts carry no transport (one page per fault): they are told apart by server."""
     expected = {
-        "http": "PairwatchClientDuplicateIds",
-        "stdio": "PairwatchMalformedRequestElements",
-        "sse": "PairwatchServerIdEchoFault",
-        "websocket": "PairwatchMissingResponses",
+        "rpc.example": "PairwatchClientDuplicateIds",
+        "": "PairwatchMalformedRequestElements",
+        "mcp.example": "PairwatchServerIdEchoFault",
+        # timeouts and drops on a stream: the hung-or-unreachable side's page
+        "node.example": "PairwatchServerOrNetworkLosesRepliesFastBurn",
     }
     late = "PairwatchLateResponses"
     alerts = wait_for(
         lambda: active_alerts(fake_prometheus.base_url),
         lambda a: (
-            all(alert_state(a, n, pairwatch_transport=t) for t, n in expected.items())
-            and alert_state(a, late, pairwatch_transport="websocket") is not None
+            all(alert_state(a, n, server_address=s) for s, n in expected.items())
+            and alert_state(a, late, server_address="node.example") is not None
         ),
         DATA_TIMEOUT,
     )
     # The late alert reads batch_late_response_total: it is raised where late replies are
     # counted although no batch there closed as late_response, and nowhere else.
-    for transport in expected:
-        state = alert_state(alerts, late, pairwatch_transport=transport)
-        if transport == "websocket":
+    for server in expected:
+        state = alert_state(alerts, late, server_address=server)
+        if server == "node.example":
             assert state in {"pending", "firing"}
         else:
-            assert state is None, transport
-    for transport, name in expected.items():
-        assert alert_state(alerts, name, pairwatch_transport=transport) in {"pending", "firing"}
+            assert state is None, server
+    for server, name in expected.items():
+        assert alert_state(alerts, name, server_address=server) in {"pending", "firing"}
         for other_name in expected.values():
-            if other_name != name and other_name != "PairwatchMissingResponses":
-                # A diagnosis alert only where its diagnosis is (missing responses is an
-                # impact alert and may also be raised by the client duplicates on http).
-                assert alert_state(alerts, other_name, pairwatch_transport=transport) is None, (
-                    transport,
+            if other_name != name and "Burn" not in other_name:
+                # A diagnosis alert only where its diagnosis is (a burn is an impact alert
+                # and may also be raised by the missing replies of another diagnosis).
+                assert alert_state(alerts, other_name, server_address=server) is None, (
+                    server,
                     other_name,
                 )

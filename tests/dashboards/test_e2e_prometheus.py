@@ -11,7 +11,7 @@ Four demos run side by side, one Prometheus job each:
                         the server echo-fault alert, and never the client alert
     demo-server-mix     null ids, ids echoed as another type, dropped replies, reordered
                         batches, invalid responses and one-error-for-the-batch replies, no
-                        client bug: the server alerts and the missing-responses alert, never
+                        client bug: the server alerts and the server's fast burn, never
                         a client alert; it also feeds the out-of-order, invalid-response and
                         protocol-violation panels
 
@@ -58,6 +58,7 @@ DEMO_RATE = 12.0  # batches per second per demo: plenty of data, little CPU
 
 CLIENT_ALERTS = {"PairwatchClientDuplicateIds", "PairwatchMalformedRequestElements"}
 SERVER_ALERTS = {
+    "PairwatchServerOmitsRepliesFastBurn",
     "PairwatchIdTypeMismatch",
     "PairwatchServerNullIds",
     "PairwatchLateResponses",
@@ -69,7 +70,7 @@ EXPECTED = [
     ("PairwatchServerIdEchoFault", "demo-server-faults"),
     ("PairwatchServerNullIds", "demo-server-mix"),
     ("PairwatchIdTypeMismatch", "demo-server-mix"),
-    ("PairwatchMissingResponses", "demo-server-mix"),
+    ("PairwatchServerOmitsRepliesFastBurn", "demo-server-mix"),
 ]
 
 # (panel id, refId) -> why a correct pairwatch under these demos leaves it empty.
@@ -181,15 +182,17 @@ def test_alerts_page_the_side_the_evidence_names(demo_prometheus: PrometheusServ
     assert (
         client["annotations"]["runbook_url"] == "dashboards/runbook.md#pairwatchclientduplicateids"
     )
+    assert client["labels"]["blame"] == "client"
     description = client["annotations"]["description"]
-    transport = client["labels"]["pairwatch_transport"]
-    assert f"diagnosed client_duplicate_ids (job demo-client-bug, transport {transport}" in (
+    server = client["labels"]["server_address"]
+    assert f'diagnosed client_duplicate_ids (job demo-client-bug, server "{server}"' in (
         description
     )
     # The evidence quoted: "<count> of <total> batches closed in the last 5m (<share>)".
     assert re.match(r"\d+ of \d+ batches closed in the last 5m \(\d+(\.\d+)?%\)", description)
-    # instance (and any otel_scope_* label) was summed away.
+    # instance, transport (one page per fault) and any otel_scope_* label were summed away.
     assert "instance" not in client["labels"]
+    assert "pairwatch_transport" not in client["labels"]
     assert not any(name.startswith("otel_scope") for name in client["labels"])
 
 
