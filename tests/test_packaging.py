@@ -94,14 +94,18 @@ def test_export_from_a_checkout_writes_every_shipped_file_and_the_rules_pass_pro
         "rules/pairwatch-recording.yaml",
     } <= set(want)
     got = exported(target)
-    assert set(got) == set(want)
+    assert set(got) == set(want) - {"operators.md"}  # operators.md is written as README.md
     # Copied files are the committed ones; the committed rendered ones are the defaults'.
-    for name in set(want) - RENDERED - {"rules/tests/pairwatch-alerts.test.yaml"}:
+    for name in (
+        set(want)
+        - RENDERED
+        - {"rules/tests/pairwatch-alerts.test.yaml", "README.md", "operators.md"}
+    ):
         assert got[name] == want[name], name
     for name in RENDERED - {"rules/pairwatch-alerts.yaml"}:
         assert got[name] == want[name], name
     assert b'runbook_url: "' not in got["rules/pairwatch-alerts.yaml"]
-    assert sorted(done.stdout.splitlines()) == sorted(str(target / name) for name in want)
+    assert sorted(done.stdout.splitlines()) == sorted(str(target / name) for name in got)
     promtool_checks(target)
 
 
@@ -155,6 +159,34 @@ def test_dashboard_url_is_pinned_in_the_shipped_rule_tests(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     promtool_checks(tmp_path)  # the scenario tests expect the dashboard_url annotation too
+
+
+def test_the_exported_readme_is_the_operators_and_its_commands_run_from_the_export(tmp_path):
+    """What each file is and how to load it, with the configuration it was rendered for;
+    nothing of the repository (generators, dev installs, relative paths out of the export);
+    its shell block runs as written from the export's root."""
+    require(shutil.which("promtool") is not None, "promtool", PROMTOOL)
+    target = tmp_path / "monitoring"
+    url = "https://wiki.example.org/ops/runbook.md"
+    done = run("dashboards", "export", str(target), "--runbook-url", url, "--objective", "99.5")
+    assert done.returncode == 0, done.stderr
+    readme = (target / "README.md").read_text()
+    assert readme.startswith("# pairwatch monitoring files")
+    assert "| availability objective (`--objective`) | 99.5% of requests answered |" in readme
+    assert f"`{url}`" in readme
+    for text in ("generate.py", "pip install -e", "../", "`dashboards/"):
+        assert text not in readme, text
+    named = set(
+        re.findall(r"`((?:rules|alertmanager|provisioning)/[^`*]+|[a-z]+\.(?:json|md))`", readme)
+    )
+    for name in named - {"rules/"}:
+        assert (target / name).exists(), name
+    (block,) = re.findall(r"(?ms)^```bash\n(.*?)^```", readme)
+    checked = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block], cwd=target, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("SUCCESS") >= 4
 
 
 def test_runbook_url_points_every_alert_at_the_published_runbook(tmp_path):
@@ -280,7 +312,7 @@ def test_a_pip_user_exports_the_dashboards_from_the_installed_wheel(wheel, tmp_p
     target = tmp_path / "monitoring"
     done = run("dashboards", "export", str(target), "--runbook-url", URL, exe=exe)
     assert done.returncode == 0, done.stderr
-    assert set(exported(target)) == set(shipped_files())
+    assert set(exported(target)) == set(shipped_files()) - {"operators.md"}
     promtool_checks(target)
 
 

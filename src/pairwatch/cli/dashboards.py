@@ -59,6 +59,28 @@ def generated(cfg: Config) -> dict[tuple[str, ...], str]:
     }
 
 
+OPERATORS = "operators.md"
+"""The export's README: what each file is and how to load it (the repository's own
+``dashboards/README.md`` is for people changing the files, and is not exported)."""
+
+
+def operators_readme(template: str, cfg: Config) -> str:
+    """The operators' README with the configuration this export was rendered for."""
+    from pairwatch import __version__
+
+    values = {
+        "@VERSION@": __version__,
+        "@OBJECTIVE@": f"{cfg.objective * 100:g}",
+        "@SELECTOR@": f"`{{{cfg.selector}}}`" if cfg.selector else "none (every series)",
+        "@GROUP_BY@": ", ".join(f"`{label}`" for label in cfg.group_by),
+        "@RUNBOOK@": f"`{cfg.runbook_url}`" if cfg.runbook_url else "none",
+        "@SCRAPE@": "on (`PairwatchScrapeDown`)" if cfg.scrape_alert else "off",
+    }
+    for key, value in values.items():
+        template = template.replace(key, value)
+    return template
+
+
 def pinned_tests_hold(cfg: Config) -> bool:
     """Whether the hand-written scenario tests' pinned descriptions hold for ``cfg``."""
     default = Config()
@@ -122,8 +144,13 @@ def export(
     if folder is None:
         raise FileNotFoundError("no dashboards in this installation (reinstall pairwatch)")
     rendered = generated(cfg)
+    operators = folder.joinpath(OPERATORS)
+    if operators.is_file():  # the export's README is the operators', not the contributors'
+        rendered[("README.md",)] = operators_readme(operators.read_text("utf-8"), cfg)
     files: list[tuple[tuple[str, ...], Traversable | str]] = [
-        (parts, rendered.get(parts, entry)) for parts, entry in walk(folder)
+        (parts, rendered.get(parts, entry))
+        for parts, entry in walk(folder)
+        if parts != (OPERATORS,)
     ]
     files += [(parts, text) for parts, text in rendered.items() if parts not in dict(files)]
     if cfg.selector:
