@@ -7,6 +7,8 @@ A block is marked by an HTML comment on the line before its fence (invisible on 
 * ``<!-- readme-test: run -->``: a Python block, run with this environment's interpreter;
   the next ``<!-- readme-test: output -->`` block is its exact standard output;
 * ``<!-- readme-test: file=NAME -->``: a file the next shell block uses, written as is;
+* ``<!-- readme-test: shell -->``: shell lines run in an empty directory with this
+  environment's ``pairwatch`` on ``PATH``;
 * ``<!-- readme-test: fresh-venv -->``: shell lines run in a new virtualenv whose ``pip``
   finds pairwatch as a wheel built from this checkout (``PIP_FIND_LINKS``) and everything
   else on the package index, as a pip user's would.
@@ -81,7 +83,7 @@ def server() -> Iterator[None]:
 
 def test_the_marked_blocks_are_where_the_readme_says():
     marks = [mark for mark, _lang, _body in blocks()]
-    assert marks == ["background", "run", "output", "file=app.py", "fresh-venv"]
+    assert marks == ["background", "run", "output", "file=app.py", "fresh-venv", "shell"]
 
 
 def test_the_first_run_prints_what_the_readme_shows(server: None, tmp_path: Path) -> None:
@@ -147,3 +149,23 @@ def test_the_zero_code_route_from_a_fresh_pip_install(
         check=True,
     )
     assert where.stdout.startswith(str(home)), where.stdout  # the wheel, not the checkout
+
+
+def test_the_shell_blocks_run_as_written(tmp_path: Path) -> None:
+    """The dashboards export, as the README writes it: rules rendered for those flags."""
+    (script,) = marked("shell")
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    readme = (tmp_path / "monitoring" / "README.md").read_text()
+    assert "| availability objective (`--objective`) | 99.9% of requests answered |" in readme
+    assert "`cluster`, `namespace`" in readme
+    alerts = (tmp_path / "monitoring" / "rules" / "pairwatch-alerts.yaml").read_text()
+    assert "https://wiki.example.com/pairwatch/runbook.md#" in alerts
+    assert "cluster" in alerts
