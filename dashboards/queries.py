@@ -5,8 +5,8 @@ Used by dashboards/render_png.py and by the end-to-end test
 
 Grafana fills in template variables before a query reaches Prometheus; outside Grafana we
 do it here: `$job`, `$side`, `$instance`, `$transport`, `$server` and `$method` become
-`.*` (what the "All" choice sends, since the variables set allValue to `.*`), and the interval variables become
-fixed durations.
+`.*` (what the "All" choice sends, since the variables set allValue to `.*`), and the
+interval variables become fixed durations.
 """
 
 from __future__ import annotations
