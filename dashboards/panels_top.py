@@ -382,11 +382,13 @@ def pair_latency(panel_id: int, runbook: str) -> ts_b.Panel:
         anchor="per-method-missing-share-and-latency",
     ).data_links(
         [
-            dash_b.DashboardLink("Trace ${__data.fields.trace_id} in ${traces}")
+            # The exemplar dots open their own trace through the Prometheus data source's
+            # exemplarTraceIdDestinations (provisioning); a series has no trace id, so this
+            # link opens the trace search of the Traces variable over the same time range.
+            dash_b.DashboardLink("Search traces of this time in ${traces}")
             .url(
-                "/explore?left="
-                '{"datasource":"${traces}","queries":[{"refId":"A",'
-                '"query":"${__data.fields.trace_id}"}]}'
+                '/explore?left={"datasource":"${traces}","queries":[{"refId":"A"}],'
+                '"range":{"from":"${__from}","to":"${__to}"}}'
             )
             .target_blank(True)
         ]

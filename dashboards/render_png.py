@@ -170,7 +170,7 @@ def render(
     fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows + 0.6), squeeze=False)
     active = "; ".join(alert_spans.active_at_end) or "none"
     fig.suptitle(
-        f"{dashboard.get('title', 'pairwatch')}: main panels of dashboards/pairwatch.json\n"
+        f"{dashboard.get('title', 'pairwatch')}: the top rows of dashboards/pairwatch.json\n"
         f"{datetime.fromtimestamp(start, tz=timezone.utc):%Y-%m-%d %H:%M:%S} to "
         f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {source or base_url}\n"
         + textwrap.fill(
@@ -297,7 +297,8 @@ def render_from_demo(
             )
             try:
                 started = time.time()
-                print(f"demos {demos}, prometheus at {server.base_url}", file=sys.stderr)
+                jobs = ", ".join(f"{demo.job} at {demo.target}" for demo in demos)
+                print(f"demos: {jobs}; prometheus at {server.base_url}", file=sys.stderr)
                 total = warmup + duration
                 wait_for(lambda: time.time() - started, lambda t: t >= total, total + 5)
                 return render(

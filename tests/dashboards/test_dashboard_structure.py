@@ -413,7 +413,12 @@ def test_exemplars_on_pair_latency(dashboard: dict[str, Any]) -> None:
     assert all("batch_pair_latency_seconds_bucket{" in t["expr"] for t in latency["targets"])
     (link,) = latency["fieldConfig"]["defaults"]["links"]
     assert "${traces}" in link["url"]
-    assert "${__data.fields.trace_id}" in link["url"]
+    assert '"range":{"from":"${__from}","to":"${__to}"}' in link["url"]
+    # The dots' own trace link is the datasource's: provisioning maps trace_id to it.
+    provisioning = (
+        REPO_ROOT / "dashboards" / "provisioning" / "datasources" / "prometheus.yaml"
+    ).read_text(encoding="utf-8")
+    assert "exemplarTraceIdDestinations:\n        - name: trace_id\n" in provisioning
 
 
 def test_details_row_is_collapsed(dashboard: dict[str, Any]) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -184,6 +185,26 @@ def test_the_variables_reach_every_panel(demo_prometheus: PrometheusServer) -> N
     # Without a job label: lost in transit (per server) and the by () aggregations.
     server_side = _results(demo_prometheus.base_url, {"side": "server"})
     assert [(q.panel_id, q.ref_id) for q, _, _ in server_side] == []
+
+
+def test_the_alert_strip_honours_the_variables(demo_prometheus: PrometheusServer) -> None:
+    """render_png's alert strip reads the annotation query with --var filled in: a picture
+    of the clean job shows none of the other jobs' alerts."""
+    from render_data import fetch_alerts
+
+    base_url = demo_prometheus.base_url
+    wait_for(
+        lambda: ever_active(base_url),
+        lambda seen: ("PairwatchClientDuplicateIds", "demo-client-bug") in seen,
+        ALERT_TIMEOUT,
+    )
+    dashboard = load_dashboard()
+    end = time.time()
+    every = fetch_alerts(base_url, dashboard, end - 120, end, 1.0)
+    assert any("(demo-client-bug)" in active for active in every.active_at_end), every
+    clean = fetch_alerts(base_url, dashboard, end - 120, end, 1.0, {"job": "demo-clean"})
+    assert clean.active_at_end == []
+    assert clean.spans == {}
 
 
 def test_helper_reports_queries_without_data(demo_prometheus: PrometheusServer) -> None:
