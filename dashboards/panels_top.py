@@ -83,8 +83,9 @@ def requests_per_second(panel_id: int, runbook: str) -> ts_b.Panel:
             "Requests per second (dashed: the same time a day before)",
             "JSON-RPC requests sent (client side) or received (server side) per second, per "
             "job and side, against the same time a day earlier (offset 1d). A job that "
-            "stopped drops to 0 for the rest of the range instead of vanishing; a job far "
-            "under its dashed line is what PairwatchTrafficDrop pages on.",
+            "stopped fades out over its 5m rate window, then reads 0 for the rest of the "
+            "range instead of vanishing; a job far under its dashed line is what "
+            "PairwatchTrafficDrop pages on.",
             [
                 query(f"{now}\nor on ({JOB_SIDE})\n{seen}", JS_LEGEND, "A"),
                 query(
