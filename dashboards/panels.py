@@ -129,7 +129,7 @@ def closed_by_close_reason(panel_id: int, runbook: str) -> ts_b.Panel:
             )
         ],
         unit="ops",
-        width=6,
+        width=8,
         runbook=runbook,
         anchor="missing-replies-an-availability-slo",
         stacked=True,

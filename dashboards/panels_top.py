@@ -152,7 +152,7 @@ def budget_left(panel_id: int, runbook: str) -> stat_b.Panel:
         .unit("percentunit")
         .decimals(1)
         .span(6)
-        .height(8)
+        .height(9)
         .graph_mode(common_m.BigValueGraphMode.AREA)
         .color_mode(common_m.BigValueColorMode.BACKGROUND)
         .text_mode(common_m.BigValueTextMode.VALUE_AND_NAME)

@@ -189,7 +189,7 @@ def duplicate_ids(panel_id: int, runbook: str) -> ts_b.Panel:
             )
         ],
         unit="reqps",
-        width=6,
+        width=8,
         runbook=runbook,
         anchor="pairwatchclientduplicateids",
     )
@@ -208,7 +208,7 @@ def invalid_responses(panel_id: int, runbook: str) -> ts_b.Panel:
             )
         ],
         unit="reqps",
-        width=6,
+        width=8,
         runbook=runbook,
         anchor="invalid-responses-and-protocol-violations-dashboard-only",
     )
@@ -228,7 +228,7 @@ def violations(panel_id: int, runbook: str) -> ts_b.Panel:
             )
         ],
         unit="ops",
-        width=6,
+        width=12,
         runbook=runbook,
         anchor="invalid-responses-and-protocol-violations-dashboard-only",
     )
@@ -250,7 +250,7 @@ def internal_errors(panel_id: int, runbook: str) -> ts_b.Panel:
             )
         ],
         unit="ops",
-        width=6,
+        width=12,
         runbook=runbook,
         anchor="pairwatch-internal-errors-panel",
     )

@@ -42,7 +42,7 @@ from render_data import fetch_alerts, fetch_panel
 # Panel ids from dashboards/generate.py, in drawing order (two per row).
 # The top row, the blame row and the per-method row: what an on-call reads first.
 MAIN_PANELS: tuple[int, ...] = (2, 3, 4, 5, 7, 8, 11, 12)
-MAX_SERIES_PER_PANEL = 12
+MAX_SERIES_PER_PANEL = 16  # two jobs x four methods x p50/p99 fit
 
 # Grafana colour names used by the dashboard's overrides, as matplotlib colours.
 COLORS = {

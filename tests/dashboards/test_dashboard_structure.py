@@ -478,3 +478,16 @@ def test_rule_expressions_use_documented_series(rule_file: Path) -> None:
         names = metric_names(block)
         assert names, block
         assert names <= allowed, f"{rule_file.name}: {names - allowed}"
+
+
+def test_panels_tile_the_grid(dashboard: dict[str, Any]) -> None:
+    """Every panel within Grafana's 24 columns and none over another: widths that do not
+    add up to 24 per line made the collapsed row's panels overflow the right edge."""
+    cells: dict[tuple[int, int], int] = {}
+    for panel in iter_panels(dashboard):
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]
+        for x in range(pos["x"], pos["x"] + pos["w"]):
+            for y in range(pos["y"], pos["y"] + pos["h"]):
+                assert (x, y) not in cells, (panel["id"], cells[(x, y)])
+                cells[(x, y)] = panel["id"]
