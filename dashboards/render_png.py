@@ -236,7 +236,10 @@ def render(
         if bottom:
             bottom -= (top - bottom) * 0.05
         span = top - bottom
-        ax.set_ylim(bottom, bottom + span * (1.5 if len(series) > 4 else 1.3) if span > 0 else 1)
+        # Room for the legend above the lines: a tenth of the height per legend row.
+        shown_count = min(len(series), MAX_SERIES_PER_PANEL)
+        legend_rows = -(-shown_count // (3 if shown_count > 6 else 1))
+        ax.set_ylim(bottom, bottom + span * (1.2 + 0.1 * legend_rows) if span > 0 else 1)
         locator = mdates.AutoDateLocator(minticks=4, maxticks=10)  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
@@ -248,7 +251,7 @@ def render(
             ax.set_ylabel(UNIT_LABELS.get(unit, ""))
         if series:
             ax.legend(
-                fontsize=8, loc="upper left", framealpha=0.9, ncol=3 if len(series) > 6 else 1
+                fontsize=8, loc="upper left", framealpha=0.9, ncol=3 if shown_count > 6 else 1
             )
         else:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
