@@ -44,6 +44,7 @@ import alert_yaml
 import alerts
 import panels
 import panels_sides
+import panels_top
 import panels_traffic
 import rule_tests
 from grafana_foundation_sdk.builders import dashboard as dash_b
@@ -70,12 +71,21 @@ LIVENESS_TESTS_FILE = Path("rules/tests/pairwatch-liveness.test.yaml")
 # Firing pairwatch alerts drawn on every time series panel, for the selected targets. Alerts
 # carry no transport (one page per fault), so the transport variable does not filter them.
 ALERT_ANNOTATION_EXPR = (
-    'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", server_address=~"$server"}'
+    'ALERTS{alertstate="firing", alertname=~"Pairwatch.*", job=~"$job", '
+    'server_address=~"$server", pairwatch_side=~"$side"}'
 )
 
 
 def row(panel_id: int, title: str) -> dash_b.Row:
     return dash_b.Row(title).id(panel_id).collapsed(False)
+
+
+def collapsed_row(panel_id: int, title: str, *members: Any) -> dash_b.Row:
+    """A row shut by default: what an on-call does not need at first sight, one click away."""
+    built = dash_b.Row(title).id(panel_id)
+    for member in members:
+        built = built.with_panel(member)
+    return built.collapsed(True)
 
 
 def label_variable(name: str, label: str, query_text: str) -> dash_b.QueryVariable:
@@ -96,7 +106,13 @@ def label_variable(name: str, label: str, query_text: str) -> dash_b.QueryVariab
 def variables() -> list[dash_b.DatasourceVariable | dash_b.QueryVariable]:
     return [
         dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus"),
+        # Where the latency panel's exemplar link opens a trace (Tempo by default; a Jaeger
+        # or Zipkin data source works too with its type here).
+        dash_b.DatasourceVariable("traces").label("Traces").type("tempo"),
         label_variable("job", "Job", "label_values(batch_closed_total, job)"),
+        label_variable(
+            "side", "Side", 'label_values(batch_closed_total{job=~"$job"}, pairwatch_side)'
+        ),
         label_variable(
             "instance", "Instance", 'label_values(batch_closed_total{job=~"$job"}, instance)'
         ),
@@ -158,31 +174,39 @@ def build_dashboard(runbook: str = DEFAULT_RUNBOOK_URL) -> dash_m.Dashboard:
         board = board.with_variable(variable)
 
     board = (
-        board.with_row(row(1, "Who is at fault, and what callers suffer"))
-        .with_panel(panels.diagnosis_share(2, runbook))
-        .with_panel(panels.diagnosis_totals(3, runbook))
-        .with_panel(panels.missing_share(4, runbook))
-        .with_row(row(5, "The evidence: pairing counters and close reasons"))
-        .with_panel(panels.counters_against_each_other(6, runbook))
-        .with_panel(panels.missing_by_close_reason(7, runbook))
-        .with_panel(panels.closed_by_close_reason(8, runbook))
-        .with_row(row(9, "Batches"))
-        .with_panel(panels_traffic.batches_per_second(10, runbook))
-        .with_panel(panels_traffic.count_mismatch(11, runbook))
-        .with_panel(panels_traffic.out_of_order_share(12, runbook))
-        .with_panel(panels_traffic.batch_size_heatmap(13, runbook))
-        .with_panel(panels_traffic.batch_size_percentiles(14, runbook))
-        .with_row(row(15, "Latency, late replies and missing responses by method"))
-        .with_panel(panels_traffic.pair_latency(16, runbook))
-        .with_panel(panels_traffic.response_lateness(17, runbook))
-        .with_panel(panels_traffic.missing_by_method(18, runbook))
-        .with_row(row(19, "Id hygiene, protocol and pairwatch itself"))
-        .with_panel(panels_traffic.duplicate_ids(20, runbook))
-        .with_panel(panels_traffic.invalid_responses(21, runbook))
-        .with_panel(panels_traffic.violations(22, runbook))
-        .with_panel(panels_traffic.internal_errors(23, runbook))
-        .with_row(row(24, "Both ends of one server: client side against server side"))
-        .with_panel(panels_sides.missing_by_side(25, runbook))
+        board.with_row(row(1, "Alive? Who is hurting? Whose fault? (per job and side)"))
+        .with_panel(panels_top.requests_per_second(2, runbook))
+        .with_panel(panels_top.answered_share(3, runbook))
+        .with_panel(panels_top.budget_left(4, runbook))
+        .with_panel(panels_top.diagnosis_share(5, runbook))
+        .with_row(row(6, "Missing replies: answered without the ids, or hung / unreachable?"))
+        .with_panel(panels_top.missing_split(7, runbook))
+        .with_panel(panels_top.missing_by_close_reason(8, runbook))
+        .with_panel(panels_top.lost_in_transit(9, runbook))
+        .with_row(row(10, "Per method"))
+        .with_panel(panels_top.missing_share_by_method(11, runbook))
+        .with_panel(panels_top.pair_latency(12, runbook))
+        .with_row(
+            collapsed_row(
+                13,
+                "Details: counters, close reasons by count, batches, sizes, order, id hygiene, "
+                "both ends, pairwatch itself",
+                panels.diagnosis_totals(14, runbook),
+                panels.counters_against_each_other(15, runbook),
+                panels.closed_by_close_reason(16, runbook),
+                panels_traffic.batches_per_second(17, runbook),
+                panels_traffic.count_mismatch(18, runbook),
+                panels_traffic.out_of_order_share(19, runbook),
+                panels_traffic.batch_size_heatmap(20, runbook),
+                panels_traffic.batch_size_percentiles(21, runbook),
+                panels_traffic.response_lateness(22, runbook),
+                panels_traffic.duplicate_ids(23, runbook),
+                panels_traffic.invalid_responses(24, runbook),
+                panels_traffic.violations(25, runbook),
+                panels_traffic.internal_errors(26, runbook),
+                panels_sides.missing_by_side(27, runbook),
+            )
+        )
     )
     return board.build()
 

@@ -17,6 +17,9 @@ from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
+from pairwatch.alerting import blame
+from pairwatch.pairing.diagnosis import RESPONSES_MISSING
+
 DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
 # Colours kept fixed so the counters read the same on every panel.
@@ -25,17 +28,15 @@ COLOR_MISSING = "red"
 COLOR_NULL = "purple"
 COLOR_LATE = "yellow"
 
-TARGET_LEGEND = "{{job}} / {{pairwatch_transport}} / {{server_address}} {{pairwatch_side}}"
+TARGET_LEGEND = (
+    "{{job}} / {{pairwatch_transport}} / {{server_address}} {{server_port}} {{pairwatch_side}}"
+)
 
-# Who is at fault per diagnosis (DESIGN.md, "blame from evidence"): shown in the legend.
+# Who is at fault per diagnosis, shown in the legend: blame.py's mapping (the alerts route on
+# it), plus responses_missing, whose side is its close reason's (the split panel shows which).
 AT_FAULT = {
-    "client_duplicate_ids": "client",
-    "malformed_request_element": "client",
-    "id_type_mismatch": "server",
-    "server_null_id": "server",
-    "late_response": "timeout vs server latency",
-    "server_id_echo_fault": "server",
-    "responses_missing": "server or network",
+    **blame.BY_DIAGNOSIS,
+    RESPONSES_MISSING: blame.SERVER_OR_NETWORK,
 }
 DIAGNOSIS_COLORS = {
     "client_duplicate_ids": "dark-red",
@@ -104,6 +105,7 @@ def timeseries(
     height: int = 9,
     bars: bool = False,
     stacked: bool = False,
+    min_zero: bool = True,
 ) -> ts_b.Panel:
     panel = (
         ts_b.Panel()
@@ -113,7 +115,6 @@ def timeseries(
         .datasource(DATASOURCE)
         .targets(list(targets))
         .unit(unit)
-        .min(0)
         .span(width)
         .height(height)
         .legend(legend_table())
@@ -123,11 +124,26 @@ def timeseries(
         .show_points(common_m.VisibilityMode.NEVER)
         .links([runbook_link(runbook, anchor)])
     )
+    if min_zero:
+        panel = panel.min(0)
     if bars:
         panel = panel.draw_style(common_m.GraphDrawStyle.BARS).fill_opacity(60)
     if stacked:
         panel = panel.stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
     return panel
+
+
+def dashed_series(panel: ts_b.Panel, name_regexp: str) -> ts_b.Panel:
+    """Draw the series whose name matches `name_regexp` dashed: a baseline or a threshold
+    that comes from a query (yesterday's traffic, the exported objective), not a line."""
+    return panel.override_by_regexp(
+        name_regexp,
+        [
+            dash_m.DynamicConfigValue(
+                id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}
+            )
+        ],
+    )
 
 
 def dashed(panel: ts_b.Panel, *steps: tuple[float, str]) -> ts_b.Panel:

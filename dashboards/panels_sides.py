@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import timeseries as ts_b
 from panel_kit import query, timeseries
-from promql import R_MISSING, SIDE_BY, sel
+from promql import METHOD, R_MISSING, SIDE_BY, sel
 
 ANCHOR = "lost-in-transit-client-against-server"
 
@@ -28,7 +28,7 @@ def missing_by_side(panel_id: int, runbook: str) -> ts_b.Panel:
         "the server keeps no books of its own.",
         [
             query(
-                f"sum by ({SIDE_BY}) ({R_MISSING}{sel()})",
+                f"sum by ({SIDE_BY}) ({R_MISSING}{sel(METHOD)})",
                 "{{server_address}} {{pairwatch_side}}",
                 "A",
             )

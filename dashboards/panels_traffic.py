@@ -19,14 +19,12 @@ from panel_kit import (
 )
 from promql import (
     BY,
-    METHOD,
+    LIVE,
     R_CLOSED,
     R_DUPLICATE,
     R_INVALID,
-    R_LATENCY,
     R_LATENESS,
     R_MISMATCH,
-    R_MISSING,
     R_OUT_OF_ORDER,
     R_SIZE,
     TARGET_SEL,
@@ -44,8 +42,9 @@ def batches_per_second(panel_id: int, runbook: str) -> ts_b.Panel:
         "Closed batches (single requests included) per second.",
         [
             query(
-                f"sum by (pairwatch_transport, server_address) ({R_CLOSED}{sel()})",
-                "{{pairwatch_transport}} {{server_address}}",
+                "sum by (job, pairwatch_transport, server_address, server_port) "
+                f"({R_CLOSED}{sel()})",
+                "{{job}} {{pairwatch_transport}} {{server_address}} {{server_port}}",
                 "A",
             )
         ],
@@ -81,7 +80,7 @@ def count_mismatch(panel_id: int, runbook: str) -> ts_b.Panel:
 
 
 def out_of_order_share(panel_id: int, runbook: str) -> ts_b.Panel:
-    by = "pairwatch_transport, server_address"
+    by = "job, pairwatch_transport, server_address, server_port"
     return timeseries(
         panel_id,
         "Out-of-order share of batches",
@@ -90,7 +89,7 @@ def out_of_order_share(panel_id: int, runbook: str) -> ts_b.Panel:
         [
             query(
                 f"sum by ({by}) ({R_OUT_OF_ORDER}{sel()}) / sum by ({by}) ({R_CLOSED}{sel()})",
-                "{{pairwatch_transport}} {{server_address}}",
+                "{{job}} {{pairwatch_transport}} {{server_address}} {{server_port}}",
                 "A",
             )
         ],
@@ -154,24 +153,6 @@ def batch_size_percentiles(panel_id: int, runbook: str) -> ts_b.Panel:
 # --- latency --------------------------------------------------------------------------------
 
 
-def pair_latency(panel_id: int, runbook: str) -> ts_b.Panel:
-    inner = f"sum by (rpc_method, le) ({R_LATENCY}{sel(METHOD)})"
-    return timeseries(
-        panel_id,
-        "Pair latency p50 / p95 / p99 by method",
-        "Send -> paired response, one observation per paired id, by rpc_method (capped at 32 "
-        "methods per process, then _OTHER). Compare p99 with the client's timeout.",
-        [
-            query(f"histogram_quantile({q}, {inner})", f"p{int(q * 100)} {{{{rpc_method}}}}", ref)
-            for q, ref in ((0.5, "A"), (0.95, "B"), (0.99, "C"))
-        ],
-        unit="s",
-        width=8,
-        runbook=runbook,
-        anchor="pairwatchlateresponses",
-    )
-
-
 def response_lateness(panel_id: int, runbook: str) -> ts_b.Panel:
     inner = f"sum by (le) ({R_LATENESS}{sel()})"
     return timeseries(
@@ -191,19 +172,6 @@ def response_lateness(panel_id: int, runbook: str) -> ts_b.Panel:
     )
 
 
-def missing_by_method(panel_id: int, runbook: str) -> ts_b.Panel:
-    return timeseries(
-        panel_id,
-        "Missing responses per second by method",
-        "Requests still pending when their batch closed, by rpc_method.",
-        [query(f"sum by (rpc_method) ({R_MISSING}{sel(METHOD)})", "{{rpc_method}}", "A")],
-        unit="reqps",
-        width=8,
-        runbook=runbook,
-        anchor="missing-replies-an-availability-slo",
-    )
-
-
 # --- id hygiene and protocol ----------------------------------------------------------------
 
 
@@ -215,13 +183,13 @@ def duplicate_ids(panel_id: int, runbook: str) -> ts_b.Panel:
         "cross_batch (pending in another open batch of the same channel).",
         [
             query(
-                f"sum by (pairwatch_duplicate_scope) ({R_DUPLICATE}{sel()})",
-                "{{pairwatch_duplicate_scope}}",
+                f"sum by (job, pairwatch_duplicate_scope) ({R_DUPLICATE}{sel()})",
+                "{{job}} {{pairwatch_duplicate_scope}}",
                 "A",
             )
         ],
         unit="reqps",
-        width=6,
+        width=8,
         runbook=runbook,
         anchor="pairwatchclientduplicateids",
     )
@@ -232,9 +200,15 @@ def invalid_responses(panel_id: int, runbook: str) -> ts_b.Panel:
         panel_id,
         "Invalid responses per second by reason",
         "Received elements that break the JSON-RPC 2.0 response rules (they still pair by id).",
-        [query(f"sum by (pairwatch_reason) ({R_INVALID}{sel()})", "{{pairwatch_reason}}", "A")],
+        [
+            query(
+                f"sum by (job, pairwatch_reason) ({R_INVALID}{sel()})",
+                "{{job}} {{pairwatch_reason}}",
+                "A",
+            )
+        ],
         unit="reqps",
-        width=6,
+        width=8,
         runbook=runbook,
         anchor="invalid-responses-and-protocol-violations-dashboard-only",
     )
@@ -247,14 +221,14 @@ def violations(panel_id: int, runbook: str) -> ts_b.Panel:
         "Replies to batches that expected none (notification-only batches answered), and similar.",
         [
             query(
-                "sum by (pairwatch_reason) "
-                f"(rate(batch_protocol_violation_total{sel()}[$__rate_interval]))",
-                "{{pairwatch_reason}}",
+                "sum by (job, pairwatch_reason) "
+                f"(rate(batch_protocol_violation_total{sel(LIVE)}[$__rate_interval]))",
+                "{{job}} {{pairwatch_reason}}",
                 "A",
             )
         ],
         unit="ops",
-        width=6,
+        width=12,
         runbook=runbook,
         anchor="invalid-responses-and-protocol-violations-dashboard-only",
     )
@@ -276,7 +250,7 @@ def internal_errors(panel_id: int, runbook: str) -> ts_b.Panel:
             )
         ],
         unit="ops",
-        width=6,
+        width=12,
         runbook=runbook,
         anchor="pairwatch-internal-errors-panel",
     )

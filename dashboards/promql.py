@@ -10,10 +10,16 @@ from __future__ import annotations
 # Label matchers every query carries (the template variables). instance is a scrape label,
 # present on every series, so it can filter every panel.
 TARGET_SEL = 'job=~"$job", instance=~"$instance"'
-SEL = TARGET_SEL + ', pairwatch_transport=~"$transport", server_address=~"$server"'
+SIDE = 'pairwatch_side=~"$side"'
+SEL = TARGET_SEL + ', pairwatch_transport=~"$transport", server_address=~"$server", ' + SIDE
+# The SLO recording rules (src/pairwatch/alerting/rules.py) are per job, server and side only:
+# instance and transport are summed away there, so those two variables cannot apply to them.
+SLO_SEL = 'job=~"$job", server_address=~"$server", ' + SIDE
 # The labels the recording rules keep: the alerts sum pairwatch_transport away as well (one
 # page per fault, src/pairwatch/alerting/rules.py); a line here names one transport of it.
-BY = "job, pairwatch_transport, server_address, pairwatch_side"
+BY = "job, pairwatch_transport, server_address, server_port, pairwatch_side"
+# The top row's grouping: one line per job and side (the issue: "a top row per job and side").
+JOB_SIDE = "job, pairwatch_side"
 
 # Recording rule names (dashboards/rules/pairwatch-recording.yaml).
 R_REQUESTS = "target:batch_requests:rate5m"
@@ -30,6 +36,12 @@ R_INVALID = "target_reason:batch_invalid_response:rate5m"
 R_SIZE = "target_le:batch_size_bucket:rate5m"
 R_LATENCY = "target_method_le:batch_pair_latency_seconds_bucket:rate5m"
 R_LATENESS = "target_le:batch_response_lateness_seconds_bucket:rate5m"
+R_LOST = "server_address:batch_lost_in_transit:increase5m"
+R_LOST_SHARE = "server_address:batch_lost_in_transit_share:ratio5m"
+# Raw series, read where a recording rule cannot serve: exemplars are stored on scraped
+# series only, never on a rule's output.
+LATENCY_BUCKET = "batch_pair_latency_seconds_bucket"
+LIVE = 'pairwatch_integration!="audit"'
 
 NOT_OK = 'pairwatch_diagnosis!="ok"'
 METHOD = 'rpc_method=~"$method"'

@@ -4,9 +4,9 @@ Used by dashboards/render_png.py and by the end-to-end test
 (tests/dashboards/test_e2e_prometheus.py). Standard library only.
 
 Grafana fills in template variables before a query reaches Prometheus; outside Grafana we
-do it here: `$job`, `$instance`, `$transport`, `$server` and `$method` become `.*` (what the "All"
-choice sends, since the variables set allValue to `.*`), and the interval variables become
-fixed durations.
+do it here: `$job`, `$side`, `$instance`, `$transport`, `$server` and `$method` become
+`.*` (what the "All" choice sends, since the variables set allValue to `.*`), and the
+interval variables become fixed durations.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ DASHBOARD = Path(__file__).resolve().parent / "pairwatch.json"
 # What "All" sends for every label variable, and durations for Grafana's interval variables.
 DEFAULT_VALUES: Mapping[str, str] = {
     "job": ".*",
+    "side": ".*",
     "instance": ".*",
     "transport": ".*",
     "server": ".*",
     "method": ".*",
     "datasource": "prometheus",
+    "traces": "traces",
     "__rate_interval": "1m",
     "__interval": "15s",
     "__range": "1h",

@@ -82,10 +82,18 @@ def merge(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def fetch_alerts(
-    base_url: str, dashboard: Mapping[str, Any], start: float, end: float, step: float
+    base_url: str,
+    dashboard: Mapping[str, Any],
+    start: float,
+    end: float,
+    step: float,
+    values: Mapping[str, str] | None = None,
 ) -> AlertSpans:
     """The dashboard's alert annotation query (firing), widened to pending too: per state,
-    the times any pairwatch alert was in it, and the alerts still active at `end`."""
+    the times any pairwatch alert was in it, and the alerts still active at `end`.
+
+    `values` fills the template variables as for the panels, so a picture of one job shows
+    that job's alerts, not every job's."""
     exprs = [
         str(a["expr"])
         for a in dashboard.get("annotations", {}).get("list", [])
@@ -94,7 +102,7 @@ def fetch_alerts(
     raw: dict[str, list[tuple[float, float]]] = {}
     active: set[str] = set()
     for expr in exprs:
-        wide = substitute(expr.replace('alertstate="firing", ', ""))
+        wide = substitute(expr.replace('alertstate="firing", ', ""), values)
         for item in query_range(base_url, wide, start, end, step):
             labels = item["metric"]
             state = str(labels.get("alertstate", "firing"))

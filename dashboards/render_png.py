@@ -40,8 +40,9 @@ from queries import DASHBOARD, iter_panels, load_dashboard, panel_queries
 from render_data import fetch_alerts, fetch_panel
 
 # Panel ids from dashboards/generate.py, in drawing order (two per row).
-MAIN_PANELS: tuple[int, ...] = (2, 4, 6, 7, 10, 11, 14, 16)
-MAX_SERIES_PER_PANEL = 12
+# The top row, the blame row and the per-method row: what an on-call reads first.
+MAIN_PANELS: tuple[int, ...] = (2, 3, 4, 5, 7, 8, 11, 12)
+MAX_SERIES_PER_PANEL = 16  # two jobs x four methods x p50/p99 fit
 
 # Grafana colour names used by the dashboard's overrides, as matplotlib colours.
 COLORS = {
@@ -94,6 +95,17 @@ def override_colors(panel: Mapping[str, Any]) -> list[tuple[re.Pattern[str], str
             if prop.get("id") == "color" and isinstance(value, dict):
                 color = str(value.get("fixedColor", ""))
                 found.append((re.compile(pattern), COLORS.get(color, color)))
+    return found
+
+
+def dashed_names(panel: Mapping[str, Any]) -> list[re.Pattern[str]]:
+    """Name regexps of the series a panel draws dashed (a baseline or an objective)."""
+    found = []
+    for override in panel.get("fieldConfig", {}).get("overrides", []):
+        matcher = override.get("matcher", {})
+        for prop in override.get("properties", []):
+            if matcher.get("id") == "byRegexp" and prop.get("id") == "custom.lineStyle":
+                found.append(re.compile(str(matcher["options"])))
     return found
 
 
@@ -152,13 +164,13 @@ def render(
     start = end - range_seconds
     step = step if step is not None else max(1.0, range_seconds / 300)
 
-    alert_spans = fetch_alerts(base_url, dashboard, start, end, step)
+    alert_spans = fetch_alerts(base_url, dashboard, start, end, step, values or {})
     columns = 2
     rows = (len(panel_ids) + columns - 1) // columns
     fig, axes = plt.subplots(rows, columns, figsize=(16, 4.4 * rows + 0.6), squeeze=False)
     active = "; ".join(alert_spans.active_at_end) or "none"
     fig.suptitle(
-        f"{dashboard.get('title', 'pairwatch')}: main panels of dashboards/pairwatch.json\n"
+        f"{dashboard.get('title', 'pairwatch')}: the top rows of dashboards/pairwatch.json\n"
         f"{datetime.fromtimestamp(start, tz=timezone.utc):%Y-%m-%d %H:%M:%S} to "
         f"{datetime.fromtimestamp(end, tz=timezone.utc):%H:%M:%S} UTC, {source or base_url}\n"
         + textwrap.fill(
@@ -177,6 +189,7 @@ def render(
         )
         colors = override_colors(panel)
         shown = display_names(panel)
+        dashes = dashed_names(panel)
         palette = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
         by_rest: dict[str, str] = {}  # quantile series: one colour per rest of the name
         used: dict[str, int] = {}  # fixed colours: vary the line style when shared
@@ -192,6 +205,8 @@ def render(
                 used[color] = used.get(color, 0) + 1
             else:
                 color = next(palette)
+            if any(pattern.search(item.name) for pattern in dashes):
+                style = "--"
             scale = 1000.0 if unit == "s" else 1.0  # seconds are drawn as milliseconds
             ax.plot(
                 item.times,
@@ -212,7 +227,19 @@ def render(
         top = max((v for item in series for v in item.values if v == v), default=0.0)
         top *= 1000.0 if unit == "s" else 1.0
         top = max([top, *(value for value, _ in threshold_lines(panel))])
-        ax.set_ylim(0, top * (1.5 if len(series) > 4 else 1.3) if top > 0 else 1)
+        # Panels without a floor of 0 (answered share, budget left) show where they are.
+        low = min((v for item in series for v in item.values if v == v), default=0.0)
+        floor = panel.get("fieldConfig", {}).get("defaults", {}).get("min")
+        bottom = (
+            0.0 if floor == 0 or (floor is None and low >= 0 and unit != "percentunit") else low
+        )
+        if bottom:
+            bottom -= (top - bottom) * 0.05
+        span = top - bottom
+        # Room for the legend above the lines: a tenth of the height per legend row.
+        shown_count = min(len(series), MAX_SERIES_PER_PANEL)
+        legend_rows = -(-shown_count // (3 if shown_count > 6 else 1))
+        ax.set_ylim(bottom, bottom + span * (1.2 + 0.1 * legend_rows) if span > 0 else 1)
         locator = mdates.AutoDateLocator(minticks=4, maxticks=10)  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
@@ -224,7 +251,7 @@ def render(
             ax.set_ylabel(UNIT_LABELS.get(unit, ""))
         if series:
             ax.legend(
-                fontsize=8, loc="upper left", framealpha=0.9, ncol=3 if len(series) > 6 else 1
+                fontsize=8, loc="upper left", framealpha=0.9, ncol=3 if shown_count > 6 else 1
             )
         else:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -246,8 +273,9 @@ def render_from_demo(
     step: float | None = None,
     warmup: float = 300.0,
 ) -> Path:
-    """Run `pairwatch demo` (default faults) scraped by a real Prometheus with the
-    repository's rule files for `warmup` + `duration` seconds, then render the last
+    """Run two `pairwatch demo` jobs, one healthy (no faults, no client bug) and one with
+    the default fault mix, scraped by a real Prometheus with the repository's rule files
+    for `warmup` + `duration` seconds, then render the last
     `duration`: the 5-minute rates and alert windows are full by then, so the picture
     starts level instead of with a ramp.
 
@@ -260,14 +288,20 @@ def render_from_demo(
 
     with tempfile.TemporaryDirectory(prefix="pairwatch-snapshot-") as tmp:
         workdir = Path(tmp)
-        demo = start_demo("pairwatch-demo", workdir)
+        healthy = start_demo("healthy", workdir, faults="none", client_bug=0.0, seed=1)
+        demos = [healthy]
         try:
+            demos.append(start_demo("faulty", workdir, seed=2))
             server = start_prometheus(
-                prometheus_bin, workdir, {"pairwatch-demo": [demo.target]}, interval="5s"
+                prometheus_bin,
+                workdir,
+                {demo.job: [demo.target] for demo in demos},
+                interval="5s",
             )
             try:
                 started = time.time()
-                print(f"demo at {demo.target}, prometheus at {server.base_url}", file=sys.stderr)
+                jobs = ", ".join(f"{demo.job} at {demo.target}" for demo in demos)
+                print(f"demos: {jobs}; prometheus at {server.base_url}", file=sys.stderr)
                 total = warmup + duration
                 wait_for(lambda: time.time() - started, lambda t: t >= total, total + 5)
                 return render(
@@ -276,12 +310,14 @@ def render_from_demo(
                     dashboard_path=dashboard_path,
                     range_seconds=duration,
                     step=step if step is not None else 5.0,  # the scrape interval
-                    source="`pairwatch demo` (default fault mix) scraped by Prometheus every 5 s",
+                    source="two `pairwatch demo` jobs, healthy (no faults) and faulty (the "
+                    "default fault mix), scraped by Prometheus every 5 s",
                 )
             finally:
                 server.stop()
         finally:
-            demo.stop()
+            for demo in demos:
+                demo.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

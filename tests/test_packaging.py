@@ -173,6 +173,13 @@ def test_the_exported_readme_is_the_operators_and_its_commands_run_from_the_expo
     readme = (target / "README.md").read_text()
     assert readme.startswith("# pairwatch monitoring files")
     assert "| availability objective (`--objective`) | 99.5% of requests answered |" in readme
+    # The dashboard is copied as is; its error budget reads the objective the SLO rules record.
+    slo = (target / "rules" / "pairwatch-slo.yaml").read_text()
+    assert "- record: job_server_side:pairwatch_slo_objective:ratio" in slo
+    assert "0 * job_server_side:pairwatch_slo_requests:rate3d + 0.995\n" in slo
+    assert (
+        "job_server_side:pairwatch_slo_objective:ratio{" in (target / "pairwatch.json").read_text()
+    )
     assert f"`{url}`" in readme
     for text in ("generate.py", "pip install -e", "../", "`dashboards/"):
         assert text not in readme, text

@@ -69,9 +69,10 @@ def test_runbook_url_moves_every_link(grafana_sdk: None, tmp_path: Path) -> None
     assert len(urls) == len(all_rules()) == 18
     assert all(u.startswith(base + "#pairwatch") for u in urls)
     board = json.loads((tmp_path / "pairwatch.json").read_text(encoding="utf-8"))
-    links = [link["url"] for p in board["panels"] for link in p.get("links", [])]
+    panels = [*board["panels"], *(p for row in board["panels"] for p in row.get("panels", []))]
+    links = [link["url"] for p in panels for link in p.get("links", [])]
     links += [link["url"] for link in board["links"]]
-    assert len(links) == 20  # 19 panels and the dashboard's own link
+    assert len(links) == 24  # 23 panels (14 in the collapsed row) and the dashboard's own link
     assert all(link.startswith(base) for link in links)
     # Nothing of the committed default is left behind.
     text = rules + json.dumps(board)

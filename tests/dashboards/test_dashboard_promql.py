@@ -113,3 +113,70 @@ def test_interpolation_is_what_the_panel_no_longer_does(promtool: str, tmp_path:
     assert "FAILED" in _run(promtool, tmp_path, series, {interpolated: 8})
     series = _series(_histogram(POWERS, {8: 3.0}))
     assert not _run(promtool, tmp_path, series, {interpolated: 6})
+
+
+# --- a stopped job reads 0 (issue 43) ------------------------------------------------------
+
+RECORDING_RULES = Path(__file__).resolve().parents[2] / "dashboards" / "rules"
+
+
+def _requests_query() -> str:
+    (expr,) = [
+        substitute(q.expr).replace("\n", " ")
+        for q in panel_queries(load_dashboard())
+        if q.panel_title.startswith("Requests per second") and q.ref_id == "A"
+    ]
+    return expr
+
+
+def _stopping_jobs(promtool: str, tmp_path: Path, expected: dict[int, list[dict]]) -> str:
+    """The requests panel's query over the repository's recording rules, for a job that
+    sends 1 request/s and stops at minute 20 (a staleness marker, as a scrape of a dead
+    target writes) beside one that keeps going; the failure text, or "" if all held."""
+    labels = 'instance="a:9464", pairwatch_side="client", pairwatch_transport="http"'
+    test = {
+        "rule_files": [str(RECORDING_RULES / "pairwatch-recording.yaml")],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {
+                        "series": f'batch_requests_total{{job="stops", {labels}}}',
+                        "values": "0+60x20 stale",
+                    },
+                    {
+                        "series": f'batch_requests_total{{job="runs", {labels}}}',
+                        "values": "0+60x40",
+                    },
+                ],
+                "promql_expr_test": [
+                    {"expr": _requests_query(), "eval_time": f"{minute}m", "exp_samples": samples}
+                    for minute, samples in expected.items()
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "stopped.test.yaml"
+    path.write_text(json.dumps(test), encoding="utf-8")
+    result = subprocess.run(
+        [promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60
+    )
+    return result.stdout + result.stderr if result.returncode else ""
+
+
+def _both(stops: float) -> list[dict]:
+    return [
+        {"labels": '{job="runs", pairwatch_side="client"}', "value": 1},
+        {"labels": '{job="stops", pairwatch_side="client"}', "value": stops},
+    ]
+
+
+def test_a_stopped_job_reads_zero_not_no_data(promtool: str, tmp_path: Path) -> None:
+    """Once its 5m rate window holds no more samples (minute 26 for a stop at 20), the
+    stopped job's line is 0 for the rest of the dashboard's range, where it used to end."""
+    failure = _stopping_jobs(promtool, tmp_path, {10: _both(1), 26: _both(0), 40: _both(0)})
+    assert not failure, failure
+    # Not vacuous: the helper fails on the line that would just end.
+    gone = [{"labels": '{job="runs", pairwatch_side="client"}', "value": 1}]
+    assert "FAILED" in _stopping_jobs(promtool, tmp_path, {26: gone})

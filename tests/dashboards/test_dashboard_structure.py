@@ -24,12 +24,45 @@ SLO_RULES = REPO_ROOT / "dashboards" / "rules" / "pairwatch-slo.yaml"
 # Prometheus's own series the liveness alerts read (not pairwatch's contract).
 PROMETHEUS_SERIES = {"up"}
 
-TEMPLATE_VARIABLES = {"datasource", "job", "instance", "transport", "server", "method"}
-REQUIRED_MATCHERS = ('job=~"$job"', 'instance=~"$instance"')
-TARGET_MATCHERS = ('pairwatch_transport=~"$transport"', 'server_address=~"$server"')
-# pairwatch's own failures are not always tied to a transport or a server: filtered by job and
-# instance only, so they never vanish when a transport is selected.
-JOB_ONLY_METRICS = {"pairwatch_internal_errors_total"}
+TEMPLATE_VARIABLES = {
+    "datasource",
+    "traces",
+    "job",
+    "side",
+    "instance",
+    "transport",
+    "server",
+    "method",
+}
+DATASOURCE_VARIABLES = {"datasource": "prometheus", "traces": "tempo"}
+# Label variable -> the label it selects on.
+VARIABLE_LABELS = {
+    "job": "job",
+    "side": "pairwatch_side",
+    "instance": "instance",
+    "transport": "pairwatch_transport",
+    "server": "server_address",
+    "method": "rpc_method",
+}
+TARGET_LABELS = frozenset(
+    {"job", "instance", "pairwatch_transport", "server_address", "pairwatch_side"}
+)
+# The raw series panels read directly, and the labels of those a variable selects on.
+# pairwatch's own failures carry job and instance only (not tied to a transport or server).
+RAW_LABELS = {
+    "batch_closed_total": TARGET_LABELS,
+    "batch_protocol_violation_total": TARGET_LABELS,
+    "batch_pair_latency_seconds_bucket": TARGET_LABELS | {"rpc_method"},
+    "pairwatch_internal_errors_total": frozenset({"job", "instance"}),
+}
+# (panel id, refId) -> why a variable whose label the query carries is left out on purpose.
+NOT_FILTERED: dict[tuple[int, str], tuple[str, str]] = {
+    (15, "B"): (
+        "method",
+        "the raw counters are compared on one chart and only missing carries rpc_method: "
+        "filtering that one line by method would compare it with unfiltered others",
+    ),
+}
 # Instruments announced for the diagnosis work (batch.late_response,
 # batch.response_lateness) whose rows docs/metrics.md does not have yet on this branch; once
 # the table lists them this set is redundant, never wrong.
@@ -194,29 +227,99 @@ def test_every_metric_is_in_the_contract_or_a_recording_rule(
         )
 
 
-def test_every_query_aggregates_and_filters(dashboard: dict[str, Any]) -> None:
+def series_labels() -> dict[str, frozenset[str]]:
+    """The labels a variable could select on, per series a panel reads: the grouping of each
+    recording rule (its first `by (...)`/`on (...)`, or the rule it reads), the raw series
+    from RAW_LABELS."""
+    labels: dict[str, frozenset[str]] = dict(RAW_LABELS)
+    pending: dict[str, str] = {}
+    for path in (RECORDING_RULES, SLO_RULES):
+        text = path.read_text(encoding="utf-8")
+        for name, expr in re.findall(
+            r"record:\s*(\S+)\s*\n\s*expr: [|>]-?\n((?:\s{10,}.*\n?)+)", text
+        ):
+            grouping = re.search(r"\b(?:by|on) \(([^()]*)\)", expr)
+            if grouping:
+                found = {label.strip() for label in grouping.group(1).split(",")}
+                labels[name] = frozenset(found & set(VARIABLE_LABELS.values()))
+            else:
+                pending[name] = expr
+    for name, expr in pending.items():
+        source = next(n for n in metric_names(expr) if n in labels)
+        labels[name] = labels[source]
+    return labels
+
+
+def test_series_labels_are_read_from_the_rules() -> None:
+    labels = series_labels()
+    assert labels["target:batch_requests:rate5m"] == TARGET_LABELS
+    assert labels["target_method_reason:batch_missing_response:rate5m"] == TARGET_LABELS | {
+        "rpc_method"
+    }
+    assert labels["job_server_side:pairwatch_slo_objective:ratio"] == {
+        "job",
+        "server_address",
+        "pairwatch_side",
+    }
+    assert labels["server_address:batch_lost_in_transit:increase5m"] == {"server_address"}
+
+
+def test_every_query_aggregates_and_honours_the_variables_that_apply(
+    dashboard: dict[str, Any],
+) -> None:
+    """Each query filters on every variable whose label all of its series carry, and on no
+    other (a matcher on a label a series lacks empties the panel once a value is picked)."""
+    labels = series_labels()
+    checked = 0
     for query in panel_queries(dashboard):
         where = f"panel {query.panel_id} ({query.panel_title}) {query.ref_id}"
-        assert "sum by (" in query.expr, f"{where}: not aggregated with sum by (...)"
-        assert not re.search(r"\bsum\s*\(|\bsum\s+without\b", query.expr), where
+        assert re.search(r"\b(?:sum|max) by \(", query.expr), f"{where}: not aggregated by (...)"
+        assert not re.search(r"\b(?:sum|max)\s*\(|\bsum\s+without\b", query.expr), where
         found = selectors(query.expr)
         assert len(found) == len(re.findall(r"[A-Za-z_:][\w:]*\{", query.expr)), where
+        applies = frozenset.intersection(*(labels[metric] for metric, _ in found))
+        skipped = NOT_FILTERED.get((query.panel_id, query.ref_id))
         for metric, matchers in found:
-            required = REQUIRED_MATCHERS
-            if metric not in JOB_ONLY_METRICS:
-                required += TARGET_MATCHERS
-            else:
-                assert not any(m in matchers for m in TARGET_MATCHERS), where
-            for matcher in required:
-                assert matcher in matchers, f"{where}: {metric} lacks {matcher}"
+            for variable, label in VARIABLE_LABELS.items():
+                matcher = f'{label}=~"${variable}"'
+                if skipped and skipped[0] == variable:
+                    assert matcher not in matchers, where
+                elif label in applies:
+                    assert matcher in matchers, f"{where}: {metric} lacks {matcher}"
+                    checked += 1
+                else:
+                    assert matcher not in matchers, f"{where}: {metric} has no {label}"
+    assert checked >= 150
+
+
+def test_every_label_variable_reaches_a_panel(dashboard: dict[str, Any]) -> None:
+    used = {
+        variable
+        for query in panel_queries(dashboard)
+        for variable in VARIABLE_LABELS
+        if f"${variable}" in query.expr
+    }
+    assert used == set(VARIABLE_LABELS)
+
+
+def test_legends_name_the_job_wherever_the_query_keeps_it(dashboard: dict[str, Any]) -> None:
+    """Issue 43: the "All" view summed every job with no job in the legend. A query whose
+    outer grouping keeps `job` shows it; one that groups without it has no job to show."""
+    for query in panel_queries(dashboard):
+        outer = re.search(r"\b(?:sum|max) by \(([^()]*)\)", query.expr)  # the first one
+        assert outer, query.expr
+        keeps_job = "job" in [label.strip() for label in outer.group(1).split(",")]
+        if keeps_job and query.panel_type != "heatmap":
+            assert "{{job}}" in query.legend, f"panel {query.panel_id} {query.ref_id}"
 
 
 def test_template_variables(dashboard: dict[str, Any], allowed_names: set[str]) -> None:
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
-    assert set(variables) >= TEMPLATE_VARIABLES
-    assert variables["datasource"]["type"] == "datasource"
-    assert variables["datasource"]["query"] == "prometheus"
-    for name in TEMPLATE_VARIABLES - {"datasource"}:
+    assert set(variables) == TEMPLATE_VARIABLES
+    for name, kind in DATASOURCE_VARIABLES.items():
+        assert variables[name]["type"] == "datasource"
+        assert variables[name]["query"] == kind
+    for name in TEMPLATE_VARIABLES - set(DATASOURCE_VARIABLES):
         variable = variables[name]
         assert variable["datasource"]["uid"] == "${datasource}", name
         assert variable["includeAll"], name
@@ -228,7 +331,7 @@ def test_template_variables(dashboard: dict[str, Any], allowed_names: set[str]) 
 
 def test_variables_used_in_queries_are_defined(dashboard: dict[str, Any]) -> None:
     defined = {v["name"] for v in dashboard["templating"]["list"]}
-    builtin = {"__rate_interval", "__interval", "__range"}
+    builtin = {"__rate_interval", "__interval", "__range", "__data"}
     for query in panel_queries(dashboard):
         used = set(re.findall(r"\$\{?(\w+)", query.expr))
         assert used <= defined | builtin, f"panel {query.panel_id}: {used - defined - builtin}"
@@ -256,7 +359,7 @@ def test_panels_the_issue_asks_for(dashboard: dict[str, Any]) -> None:
         "late_response",
     ):
         assert needle in joined, needle
-    assert re.search(r"histogram_quantile\(0\.99, sum by \(rpc_method, le\)", joined)
+    assert re.search(r"histogram_quantile\(0\.99, sum by \(job, rpc_method, le\)", joined)
     # The co-occurrence panel is gone: no query ANDs two raw counters any more.
     assert not re.search(r"\)\s*and on", joined)
     # Batch size quantiles are bucket boundaries, never interpolated.
@@ -266,7 +369,11 @@ def test_panels_the_issue_asks_for(dashboard: dict[str, Any]) -> None:
 
 
 def _panel(dashboard: dict[str, Any], title_start: str) -> dict[str, Any]:
-    found = [p for p in iter_panels(dashboard) if p.get("title", "").startswith(title_start)]
+    found = [
+        p
+        for p in iter_panels(dashboard)
+        if p.get("title", "").startswith(title_start) and p["type"] != "row"
+    ]
     assert len(found) == 1, title_start
     return found[0]
 
@@ -274,17 +381,54 @@ def _panel(dashboard: dict[str, Any], title_start: str) -> dict[str, Any]:
 def test_alert_thresholds_are_drawn(dashboard: dict[str, Any]) -> None:
     import alerts
 
-    share = _panel(dashboard, "Missing responses: share of requests")
-    steps = share["fieldConfig"]["defaults"]["thresholds"]["steps"]
-    # Where the fast burn pages at the default objective (14.4 times a 0.1% budget).
-    page = alerts.PAGE_BURNS[0].factor * alerts.DEFAULT.budget
-    assert [s["value"] for s in steps] == [None, page]
-    assert share["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
+    split = _panel(dashboard, "Missing replies: answered without the ids")
+    # The fast-burn page line is a query on the exported objective, not a constant.
+    page = [t["expr"] for t in split["targets"] if t["legendFormat"].startswith("fast-burn")]
+    assert page == [
+        f"max by () ({alerts.PAGE_BURNS[0].factor:g} * (1 - max by (job, pairwatch_side) "
+        '(job_server_side:pairwatch_slo_objective:ratio{job=~"$job", '
+        'server_address=~"$server", pairwatch_side=~"$side"})))'
+    ]
     diagnosis = _panel(dashboard, "Diagnosis: share of closed batches")
     values = [s["value"] for s in diagnosis["fieldConfig"]["defaults"]["thresholds"]["steps"]]
     assert values == [None, *sorted({a.min_share for a in alerts.DIAGNOSIS_ALERTS})]
     (target,) = diagnosis["targets"]
     assert "pairwatch_diagnosis" in target["expr"]
+
+
+def test_the_split_reads_the_close_reasons_blame_py_maps() -> None:
+    from pairwatch.alerting import blame
+
+    text = DASHBOARD.read_text(encoding="utf-8")
+    for side in blame.BUDGET_SPENDERS:
+        reasons = "|".join(blame.close_reasons(side))
+        assert f'pairwatch_close_reason=~\\"{reasons}\\"' in text, side
+
+
+def test_exemplars_on_pair_latency(dashboard: dict[str, Any]) -> None:
+    latency = _panel(dashboard, "Pair latency p50 / p99 by method")
+    flags = [t.get("exemplar", False) for t in latency["targets"]]
+    assert flags == [False, True]
+    # Exemplars exist on scraped series only: the query reads the raw histogram.
+    assert all("batch_pair_latency_seconds_bucket{" in t["expr"] for t in latency["targets"])
+    (link,) = latency["fieldConfig"]["defaults"]["links"]
+    assert "${traces}" in link["url"]
+    assert '"range":{"from":"${__from}","to":"${__to}"}' in link["url"]
+    # The dots' own trace link is the datasource's: provisioning maps trace_id to it.
+    provisioning = (
+        REPO_ROOT / "dashboards" / "provisioning" / "datasources" / "prometheus.yaml"
+    ).read_text(encoding="utf-8")
+    assert "exemplarTraceIdDestinations:\n        - name: trace_id\n" in provisioning
+
+
+def test_details_row_is_collapsed(dashboard: dict[str, Any]) -> None:
+    top = [p for p in dashboard["panels"]]
+    rows = [p for p in top if p["type"] == "row"]
+    assert [r.get("collapsed", False) for r in rows] == [False, False, False, True]
+    nested = {p["title"] for p in rows[-1]["panels"]}
+    assert {"Batch size distribution", "Out-of-order share of batches"} <= nested
+    assert any(t.startswith("Batches closed per second by close reason") for t in nested)
+    assert not {p["title"] for p in top} & nested
 
 
 def test_alert_annotations(dashboard: dict[str, Any]) -> None:
@@ -334,3 +478,16 @@ def test_rule_expressions_use_documented_series(rule_file: Path) -> None:
         names = metric_names(block)
         assert names, block
         assert names <= allowed, f"{rule_file.name}: {names - allowed}"
+
+
+def test_panels_tile_the_grid(dashboard: dict[str, Any]) -> None:
+    """Every panel within Grafana's 24 columns and none over another: widths that do not
+    add up to 24 per line made the collapsed row's panels overflow the right edge."""
+    cells: dict[tuple[int, int], int] = {}
+    for panel in iter_panels(dashboard):
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]
+        for x in range(pos["x"], pos["x"] + pos["w"]):
+            for y in range(pos["y"], pos["y"] + pos["h"]):
+                assert (x, y) not in cells, (panel["id"], cells[(x, y)])
+                cells[(x, y)] = panel["id"]

@@ -184,16 +184,29 @@ def fake_prometheus(
 # --- tests --------------------------------------------------------------------------------
 
 
+# (panel id, refId) -> why no series here can feed it.
+NOT_FED: dict[tuple[int, str], str] = {
+    (2, "B"): "offset 1d: this Prometheus started seconds ago",
+    (9, "A"): "lost_in_transit joins client and server books; this exporter has one side",
+}
+
+
+def _missing(base_url: str) -> list[Any]:
+    return [
+        item
+        for item in queries_without_data(base_url)
+        if item.reason != "no data" or (item.query.panel_id, item.query.ref_id) not in NOT_FED
+    ]
+
+
 def test_every_panel_query_returns_data(fake_prometheus: PrometheusServer) -> None:
-    empty = wait_for(
-        lambda: queries_without_data(fake_prometheus.base_url), lambda e: not e, DATA_TIMEOUT
-    )
+    empty = wait_for(lambda: _missing(fake_prometheus.base_url), lambda e: not e, DATA_TIMEOUT)
     assert not empty, "queries without data:\n" + "\n".join(map(str, empty))
 
 
 def test_helper_reports_queries_without_data(fake_prometheus: PrometheusServer) -> None:
     """With a filter that matches nothing, every query must be reported empty."""
-    wait_for(lambda: queries_without_data(fake_prometheus.base_url), lambda e: not e, DATA_TIMEOUT)
+    wait_for(lambda: _missing(fake_prometheus.base_url), lambda e: not e, DATA_TIMEOUT)
     empty = queries_without_data(fake_prometheus.base_url, values={"job": "no-such-job"})
     assert len(empty) == len(panel_queries(load_dashboard()))
     assert all(item.reason == "no data" for item in empty)

@@ -34,12 +34,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from e2e_support import EmptyQuery, active_alerts, alert_state, queries_without_data
 from live import REPO_ROOT, Demo, PrometheusServer, api_get, start_demo, start_prometheus, wait_for
+from queries import PanelQuery, legend_text, load_dashboard, panel_queries, substitute
 
 DATA_TIMEOUT = 45.0  # seconds to wait for every panel to have data
 ALERT_TIMEOUT = 60.0  # seconds to wait for the expected alerts to go pending
@@ -75,10 +77,15 @@ EXPECTED = [
 
 # (panel id, refId) -> why a correct pairwatch under these demos leaves it empty.
 NOT_FED_BY_A_HEALTHY_DEMO: dict[tuple[int, str], str] = {
-    (6, "D"): "late replies need a server slower than the client's timeout; no demo here is",
-    (17, "A"): "batch_response_lateness_seconds: late replies only (see above)",
-    (17, "B"): "batch_response_lateness_seconds: late replies only (see above)",
-    (23, "A"): (
+    (2, "B"): "offset 1d: this Prometheus started seconds ago, it holds no day before",
+    (9, "A"): (
+        "lost_in_transit needs server-side books (pairwatch's ASGI/WSGI middleware); the "
+        "demo's chaos server keeps none"
+    ),
+    (22, "A"): "batch_response_lateness_seconds: late replies need a server slower than the "
+    "client's timeout; no demo here is",
+    (22, "B"): "batch_response_lateness_seconds: late replies only (see above)",
+    (26, "A"): (
         "pairwatch_internal_errors_total only exists once pairwatch itself failed and "
         "swallowed the error; server faults do not produce it"
     ),
@@ -128,6 +135,83 @@ def test_every_panel_query_returns_data(demo_prometheus: PrometheusServer) -> No
     # poll for data rather than for readiness.
     empty = wait_for(lambda: _missing_data(demo_prometheus.base_url), lambda e: not e, DATA_TIMEOUT)
     assert not empty, "queries without data:\n" + "\n".join(map(str, empty))
+
+
+def _results(
+    base_url: str, values: dict[str, str] | None = None
+) -> list[tuple[PanelQuery, dict[str, str], float]]:
+    """(query, labels, value) of every series every dashboard query returns now."""
+    found = []
+    for query in panel_queries(load_dashboard()):
+        body = api_get(base_url, "/api/v1/query", {"query": substitute(query.expr, values)})
+        assert body["status"] == "success", query
+        found += [(query, r["metric"], float(r["value"][1])) for r in body["data"]["result"]]
+    return found
+
+
+def test_legends_carry_the_job(demo_prometheus: PrometheusServer) -> None:
+    """Issue 43: every series that keeps its job names it in the legend, so a fault on one
+    job is never read off a line summed over all of them."""
+    wait_for(lambda: _missing_data(demo_prometheus.base_url), lambda e: not e, DATA_TIMEOUT)
+    with_job = [
+        (q, labels) for q, labels, _ in _results(demo_prometheus.base_url) if "job" in labels
+    ]
+    assert {labels["job"] for _, labels in with_job} == set(DEMOS)
+    for query, labels in with_job:
+        assert labels["job"] in legend_text(query.legend, labels), (query.panel_id, query.ref_id)
+
+
+def _clean_top_row(base_url: str) -> list[tuple[int, str, str, float]]:
+    return sorted(
+        (q.panel_id, q.ref_id, legend_text(q.legend, labels), value)
+        for q, labels, value in _results(base_url, {"job": "demo-clean"})
+        if q.panel_id in (3, 4, 5)
+    )
+
+
+def test_a_healthy_job_draws_zero_not_no_data(demo_prometheus: PrometheusServer) -> None:
+    # Every query having data from some job does not mean from every job yet: wait for
+    # the clean job's four lines (the SLO and the target rules fill at their own pace).
+    clean = wait_for(
+        lambda: _clean_top_row(demo_prometheus.base_url), lambda rows: len(rows) == 4, DATA_TIMEOUT
+    )
+    assert clean == [
+        (3, "A", "demo-clean client", 1.0),  # answered: every request
+        (3, "B", "demo-clean client objective", 0.999),
+        (4, "A", "demo-clean client", 1.0),  # the whole budget left
+        (5, "A", "demo-clean client: no_fault (none)", 0.0),  # one line at 0
+    ]
+
+
+def test_the_variables_reach_every_panel(demo_prometheus: PrometheusServer) -> None:
+    """A job picked shows that job only; a side nobody keeps books on empties every panel
+    that honours the side (the demo's books are all client side)."""
+    wait_for(lambda: _missing_data(demo_prometheus.base_url), lambda e: not e, DATA_TIMEOUT)
+    picked = _results(demo_prometheus.base_url, {"job": "demo-client-bug"})
+    assert {labels.get("job") for _, labels, _ in picked} == {"demo-client-bug", None}
+    # Without a job label: lost in transit (per server) and the by () aggregations.
+    server_side = _results(demo_prometheus.base_url, {"side": "server"})
+    assert [(q.panel_id, q.ref_id) for q, _, _ in server_side] == []
+
+
+def test_the_alert_strip_honours_the_variables(demo_prometheus: PrometheusServer) -> None:
+    """render_png's alert strip reads the annotation query with --var filled in: a picture
+    of the clean job shows none of the other jobs' alerts."""
+    from render_data import fetch_alerts
+
+    base_url = demo_prometheus.base_url
+    wait_for(
+        lambda: ever_active(base_url),
+        lambda seen: ("PairwatchClientDuplicateIds", "demo-client-bug") in seen,
+        ALERT_TIMEOUT,
+    )
+    dashboard = load_dashboard()
+    end = time.time()
+    every = fetch_alerts(base_url, dashboard, end - 120, end, 1.0)
+    assert any("(demo-client-bug)" in active for active in every.active_at_end), every
+    clean = fetch_alerts(base_url, dashboard, end - 120, end, 1.0, {"job": "demo-clean"})
+    assert clean.active_at_end == []
+    assert clean.spans == {}
 
 
 def test_helper_reports_queries_without_data(demo_prometheus: PrometheusServer) -> None:

@@ -48,6 +48,8 @@ SLO_HEADER = """\
 #       is kept off the server's budget. evicted/closed (pairwatch's own caps) spend nothing.
 #   job_server_side_blame:pairwatch_slo_errors:ratio_rateW  the two divided, per side
 #   job_server_side:pairwatch_slo_errors:ratio_rateW        all sides together
+#   job_server_side:pairwatch_slo_objective:ratio           the objective, per target (the
+#       dashboard's error budget left reads it, so it follows the exported --objective)
 """
 
 

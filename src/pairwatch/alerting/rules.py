@@ -296,6 +296,10 @@ REQUESTS_RATE = LEVEL + ":pairwatch_slo_requests:rate{w}"
 ERRORS_RATE = LEVEL + "_blame:pairwatch_slo_errors:rate{w}"
 ERRORS_RATIO = LEVEL + "_blame:pairwatch_slo_errors:ratio_rate{w}"
 TOTAL_RATIO = LEVEL + ":pairwatch_slo_errors:ratio_rate{w}"
+OBJECTIVE_RATIO = LEVEL + ":pairwatch_slo_objective:ratio"
+# The dashboard's "error budget left" reads the longest window recorded: a 30-day budget
+# would need 30 days of rate() per evaluation, which these rules do not pay for.
+BUDGET_WINDOW = SLO_WINDOWS[-1]
 
 # What each budget-spending side's alerts are called and say.
 SLO_SIDES: dict[str, tuple[str, str, str]] = {
@@ -553,6 +557,15 @@ def slo_records(cfg: Config = DEFAULT) -> list[Record]:
                 f"{REQUESTS_RATE.format(w=w)}",
             )
         )
+    # The objective as a series, per target with traffic in the budget window: the shipped
+    # dashboard is one JSON for every export, so it reads the objective from here instead of
+    # carrying the default 99.9% in its queries.
+    records.append(
+        Record(
+            OBJECTIVE_RATIO,
+            f"0 * {REQUESTS_RATE.format(w=BUDGET_WINDOW)} + {cfg.objective:g}",
+        )
+    )
     return records
 
 

@@ -379,6 +379,9 @@ def _records(cfg: Config) -> list[tuple[str, int, str, float]]:
          f'blame="server_or_network", job="lossy", {target}', lossy),
         (f'{level}:pairwatch_slo_errors:ratio_rate6h{{job="burn6x"}}', 32,
          f'job="burn6x", {target}', six),
+        # the objective the dashboard's error budget reads: the export's, per target
+        (f'{level}:pairwatch_slo_objective:ratio{{job="healthy"}}', 32,
+         f'job="healthy", {target}', cfg.objective),
     ]  # fmt: skip
 
 
