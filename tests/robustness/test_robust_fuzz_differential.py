@@ -10,6 +10,7 @@ is paired, missing or unchecked.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import itertools
 import json
@@ -17,7 +18,7 @@ import zlib
 
 import pytest
 from fuzz_strategies import fuzz_settings
-from http_drivers import DRIVERS, SCRIPTS, bare
+from http_drivers import DRIVERS, SCRIPTS, Seen, bare
 from hypothesis import given
 from hypothesis import strategies as st
 from otel_support import Otel
@@ -81,6 +82,17 @@ def answers(draw: st.DrawFn) -> tuple[dict[str, str], list[bytes], bool]:
     return headers, chunks, sse
 
 
+def comparable(seen: Seen) -> Seen:
+    """What must be equal bare and instrumented.  A body that does not decode in its declared
+    encoding fails with the library's own exception either way, but its message depends on
+    which read the decoder failed in (httpx retries deflate raw only on its first chunk), and
+    loopback TCP splits the same bytes differently from one request to the next: the type
+    is compared, not the zlib message."""
+    if seen.error is not None and seen.error[0] in ("DecodingError", "ContentDecodingError"):
+        return dataclasses.replace(seen, error=(seen.error[0], "<decoder message>"))
+    return seen
+
+
 @pytest.mark.parametrize("library", sorted(DRIVERS))
 def test_the_caller_sees_what_it_sees_bare(replying: str, library: str):
     run = DRIVERS[library]
@@ -115,7 +127,7 @@ def test_the_caller_sees_what_it_sees_bare(replying: str, library: str):
             after = books()
         finally:
             del SCRIPTS[path]
-        assert got == expected
+        assert comparable(got) == comparable(expected)
         delta = {k: after[k] - before[k] for k in after}
         assert delta["errors"] == 0
         assert delta["requests"] == 3
