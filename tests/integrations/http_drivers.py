@@ -130,20 +130,26 @@ LIBRARY = {"httpx": "httpx", "httpx_async": "httpx", "requests": "requests", "ai
 
 def decodes_or_skip(driver: str, encoding: str) -> None:
     """Skip where the client library, at the version installed, does not decode ``encoding``
-    itself (zstd came with httpx 0.27.1 and aiohttp 3.12): pairwatch follows the library."""
+    itself (zstd came with httpx 0.27.1 and aiohttp 3.12): pairwatch follows the library.
+    Asked of the library, not of pairwatch's decoder choice, so that a pairwatch that lost an
+    encoding fails here instead of skipping."""
+    import importlib
     from importlib.metadata import version
 
-    from pairwatch.integrations._kit import decoders
-
     library = LIBRARY.get(driver, driver)
-    chosen = {
-        "httpx": lambda: decoders.for_httpx("httpx", encoding),
-        "requests": lambda: decoders.for_urllib3(encoding),
-        "urllib3": lambda: decoders.for_urllib3(encoding),
-        "aiohttp": lambda: decoders.for_aiohttp(encoding),
-    }[library]()
-    if chosen is decoders.UNSUPPORTED or chosen is None:  # None: handed over undecoded
-        name = "urllib3" if library == "requests" else library
+    if library == "httpx":
+        decodes = encoding in importlib.import_module("httpx._decoders").SUPPORTED_DECODERS
+        name = "httpx"
+    elif library in ("requests", "urllib3"):
+        response = importlib.import_module("urllib3.response").HTTPResponse
+        decodes = encoding in response.CONTENT_DECODERS
+        name = "urllib3"
+    else:
+        utils = importlib.import_module("aiohttp.compression_utils")
+        flag = {"br": "HAS_BROTLI", "zstd": "HAS_ZSTD"}.get(encoding)
+        decodes = flag is None or bool(getattr(utils, flag, False))
+        name = "aiohttp"
+    if not decodes:
         pytest.skip(f"{name} {version(name)} does not decode {encoding}")
 
 

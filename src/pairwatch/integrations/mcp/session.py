@@ -238,8 +238,10 @@ class _Session:
     def incoming(self, item: object, sender_ctx: contextvars.Context | None) -> None:
         raw = mcp_raw.take(item, sender_ctx)
         message = getattr(item, "message", None)
-        if self.channel.telemetry.spans and isinstance(message, (JSONRPCResponse, JSONRPCError)):
-            replied = self.requests.get(_sdk_key(message.id))  # type: ignore[arg-type]
+        is_reply = isinstance(message, (JSONRPCResponse, JSONRPCError))
+        key = _sdk_key(message.id) if is_reply else None  # type: ignore[union-attr]
+        if self.channel.telemetry.spans and key is not None:
+            replied = self.requests.get(key)
             if replied is not None:
                 self.spans.replied(
                     replied, getattr(message, "result", None), getattr(message, "error", None)
@@ -264,9 +266,8 @@ class _Session:
                 self.channel.relabel("memory", integration="mcp")
             dump = message.model_dump(by_alias=True, mode="json", exclude_unset=True)
             self.channel.received(dump)
-        if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
+        if not is_reply:
             return
-        key = _sdk_key(message.id)
         batch = self.requests.pop(key, None) if key is not None else None
         if batch is None or not batch.open:
             return
